@@ -1,0 +1,95 @@
+import { randomUUID } from 'node:crypto';
+import swagger from '@fastify/swagger';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import Fastify, { LogController, type FastifyInstance, type RawServerDefault } from 'fastify';
+import type { Logger } from 'pino';
+import { authenticate } from './auth/authenticate.js';
+import type { Environment } from './auth/tenant.js';
+import { adminRoutes } from './clients/admin-routes.js';
+import { createClientRepository } from './clients/repository.js';
+import type { Config } from './config.js';
+import type { Database } from './db/index.js';
+import { healthRoutes } from './health.js';
+import { registerErrorHandling } from './http/errors.js';
+import { registerJsonBody } from './http/json-body.js';
+import { createValidatorCompiler } from './http/validation.js';
+import { createOrderRepository } from './orders/repository.js';
+import { orderRoutes } from './orders/routes.js';
+import { version } from './version.js';
+
+export interface AppOptions {
+  config: Config;
+  db: Database;
+  environment: Environment;
+  /** Omitted: no logging (tests). */
+  logger?: Logger;
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** A caller's own X-Request-Id is kept when it is a UUID, so its logs and ours line up. */
+function requestId(request: { headers: Record<string, string | string[] | undefined> }): string {
+  const incoming = request.headers['x-request-id'];
+  return typeof incoming === 'string' && UUID.test(incoming) ? incoming.toLowerCase() : randomUUID();
+}
+
+/** Builds the API of one environment (production or UAT) on a shared database. */
+export async function buildApp({ config, db, environment, logger }: AppOptions) {
+  const app = Fastify<RawServerDefault>({
+    loggerInstance: logger?.child({ environment }),
+    logController: new LogController({ disableRequestLogging: true }),
+    bodyLimit: config.bodyLimitBytes,
+    genReqId: requestId,
+  }).withTypeProvider<TypeBoxTypeProvider>();
+
+  app.setValidatorCompiler(createValidatorCompiler());
+  registerJsonBody(app);
+  registerErrorHandling(app);
+
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header('x-request-id', request.id);
+  });
+  app.addHook('onResponse', async (request, reply) => {
+    request.log.info(
+      { method: request.method, route: request.routeOptions.url, status: reply.statusCode, ms: Math.round(reply.elapsedTime) },
+      'request',
+    );
+  });
+
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: {
+        title: `Tributary ${environment === 'uat' ? 'UAT ' : ''}API`,
+        version,
+        description: 'Commerce data ingestion and export: orders, aliases and, in later versions, spend and exports.',
+      },
+      components: {
+        securitySchemes: {
+          api_key: { type: 'apiKey', in: 'header', name: 'Authorization' },
+          client_id: { type: 'apiKey', in: 'header', name: 'Data-Client-ID' },
+        },
+      },
+    },
+  });
+  app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+
+  await app.register(healthRoutes, { db });
+
+  const clients = createClientRepository(db);
+  if (environment === 'production' && config.adminToken) {
+    await app.register(adminRoutes, { prefix: '/admin/v1', clients, adminToken: config.adminToken });
+  }
+
+  await app.register(async (api) => {
+    api.addHook('onRequest', authenticate(clients, environment));
+    api.addHook('onRoute', (route) => {
+      route.schema = { security: [{ api_key: [], client_id: [] }], ...route.schema };
+    });
+    await api.register(orderRoutes, { prefix: '/v2/orders', orders: createOrderRepository(db) });
+  });
+
+  return app;
+}
+
+export type App = FastifyInstance;

@@ -1,0 +1,86 @@
+#!/usr/bin/env node
+import { Command } from 'commander';
+import { createClientRepository, type ClientRepository } from './clients/repository.js';
+import { loadConfig } from './config.js';
+import { openDatabase } from './db/index.js';
+import { migrate } from './db/migrate.js';
+import { startServer } from './server.js';
+import { version } from './version.js';
+
+const print = (value: unknown) => process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
+
+/** Runs `work` on the configured store (migrated first), then closes it. */
+async function withClients<T>(work: (clients: ClientRepository) => Promise<T>): Promise<T> {
+  const db = await openDatabase(loadConfig());
+  try {
+    await migrate(db);
+    return await work(createClientRepository(db));
+  } finally {
+    await db.close();
+  }
+}
+
+const program = new Command('tributary')
+  .version(version)
+  .description('Tributary: commerce data ingestion and export. Configured by environment variables (see README).');
+
+program
+  .command('serve')
+  .description('start the production and UAT APIs')
+  .action(async () => {
+    await startServer();
+  });
+
+program
+  .command('migrate')
+  .description('apply pending schema migrations')
+  .action(async () => {
+    const db = await openDatabase(loadConfig());
+    try {
+      print(await migrate(db));
+    } finally {
+      await db.close();
+    }
+  });
+
+const clients = program.command('clients').description('manage clients');
+clients
+  .command('create')
+  .description('create a client and its first API key (the key is shown only now)')
+  .requiredOption('--name <name>', 'client name')
+  .action(async ({ name }: { name: string }) => {
+    print(await withClients((repo) => repo.create(name)));
+  });
+clients
+  .command('list')
+  .description('list clients')
+  .action(async () => {
+    print(await withClients((repo) => repo.list()));
+  });
+
+const keys = program.command('keys').description('manage API keys');
+keys
+  .command('create')
+  .description('issue another API key for a client (shown only now)')
+  .requiredOption('--client <client_id>', 'client id')
+  .action(async ({ client }: { client: string }) => {
+    const key = await withClients((repo) => repo.createKey(client));
+    if (!key) fail(`no client ${client}`);
+    print({ client_id: client, ...key });
+  });
+keys
+  .command('revoke')
+  .description('revoke an API key; it stops working at once')
+  .requiredOption('--client <client_id>', 'client id')
+  .requiredOption('--key <key_id>', 'key id')
+  .action(async ({ client, key }: { client: string; key: string }) => {
+    if (!(await withClients((repo) => repo.revokeKey(client, key)))) fail(`client ${client} has no key ${key}`);
+    print({ client_id: client, key_id: key, revoked: true });
+  });
+
+function fail(message: string): never {
+  process.stderr.write(`${JSON.stringify({ error: message })}\n`);
+  process.exit(1);
+}
+
+program.parseAsync().catch((error: Error) => fail(error.message));

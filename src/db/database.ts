@@ -1,0 +1,39 @@
+export type Row = Record<string, unknown>;
+
+/** Something SQL can be sent to: the database itself, or one open transaction. */
+export interface Queryable {
+  query<R = Row>(text: string, params?: readonly unknown[]): Promise<R[]>;
+  /** Runs a script of several statements without parameters (migrations). */
+  exec(script: string): Promise<void>;
+}
+
+/**
+ * The one data-access seam of the service. PostgreSQL and embedded PGlite both implement it
+ * and run the same SQL. Values crossing it keep the drivers' shared conventions: `numeric` and
+ * `bigint` are cast in SQL where a number is wanted, `json` arrives parsed, `timestamptz` as Date.
+ */
+export interface Database extends Queryable {
+  readonly kind: 'postgres' | 'pglite';
+  /** Runs `work` in one transaction, committed when it resolves and rolled back when it throws. */
+  transaction<T>(work: (tx: Queryable) => Promise<T>): Promise<T>;
+  close(): Promise<void>;
+}
+
+/** SQLSTATE codes PostgreSQL uses when a transaction lost a race and may simply be run again. */
+const RETRYABLE = new Set(['40001', '40P01']);
+const MAX_ATTEMPTS = 5;
+
+export function isRetryable(error: unknown): boolean {
+  return RETRYABLE.has((error as { code?: string } | null)?.code ?? '');
+}
+
+export async function withRetry<T>(attempt: () => Promise<T>): Promise<T> {
+  for (let tries = 1; ; tries++) {
+    try {
+      return await attempt();
+    } catch (error) {
+      if (!isRetryable(error) || tries >= MAX_ATTEMPTS) throw error;
+      await new Promise((resolve) => setTimeout(resolve, Math.random() * 10 * tries));
+    }
+  }
+}

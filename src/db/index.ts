@@ -1,0 +1,14 @@
+import path from 'node:path';
+import type { Config } from '../config.js';
+import type { Database } from './database.js';
+import { openPglite } from './pglite.js';
+import { openPostgres } from './postgres.js';
+
+export type { Database, Queryable } from './database.js';
+
+export function openDatabase(config: Pick<Config, 'databaseUrl' | 'dataDir' | 'databasePoolSize'>): Promise<Database> {
+  if (config.databaseUrl) {
+    return Promise.resolve(openPostgres({ connectionString: config.databaseUrl, poolSize: config.databasePoolSize }));
+  }
+  return openPglite(path.join(config.dataDir, 'pglite'));
+}

@@ -1,0 +1,38 @@
+import fs from 'node:fs/promises';
+import type { Database } from './database.js';
+
+const MIGRATIONS_DIR = new URL('../../migrations/', import.meta.url);
+/** Arbitrary constant: the advisory lock that serialises processes migrating at the same time. */
+const MIGRATION_LOCK = 7_320_411;
+
+export interface MigrationResult {
+  applied: string[];
+}
+
+/**
+ * Applies every file of migrations/ not yet recorded in schema_migrations, in name order, in
+ * one transaction. Processes starting together queue on an advisory lock; the first applies
+ * the migrations and the others find nothing left to do.
+ */
+export async function migrate(db: Database): Promise<MigrationResult> {
+  const files = (await fs.readdir(MIGRATIONS_DIR)).filter((name) => name.endsWith('.sql')).sort();
+  return db.transaction(async (tx) => {
+    await tx.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK]);
+    await tx.exec(`CREATE TABLE IF NOT EXISTS schema_migrations (
+      version text PRIMARY KEY,
+      applied_at timestamptz NOT NULL DEFAULT now()
+    )`);
+    const done = new Set(
+      (await tx.query<{ version: string }>('SELECT version FROM schema_migrations')).map((row) => row.version),
+    );
+    const applied: string[] = [];
+    for (const file of files) {
+      const version = file.replace(/\.sql$/, '');
+      if (done.has(version)) continue;
+      await tx.exec(await fs.readFile(new URL(file, MIGRATIONS_DIR), 'utf8'));
+      await tx.query('INSERT INTO schema_migrations (version) VALUES ($1)', [version]);
+      applied.push(version);
+    }
+    return { applied };
+  });
+}

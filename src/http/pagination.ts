@@ -1,0 +1,29 @@
+import { Type, type TSchema } from 'typebox';
+
+export const MAX_PAGE_SIZE = 1000;
+
+export const PageQuery = Type.Object({
+  page: Type.Integer({ minimum: 1, default: 1, description: 'Page number, from 1.' }),
+  page_size: Type.Integer({ minimum: 1, maximum: MAX_PAGE_SIZE, default: MAX_PAGE_SIZE }),
+});
+
+export function pageOf<T extends TSchema>(item: T) {
+  return Type.Object({
+    data: Type.Array(item),
+    page: Type.Integer(),
+    page_size: Type.Integer(),
+    total_pages: Type.Integer({ description: 'ceil(total_count / page_size); 0 when nothing matched.' }),
+    total_count: Type.Integer(),
+  });
+}
+
+export interface PageInfo {
+  page: number;
+  page_size: number;
+  total_pages: number;
+  total_count: number;
+}
+
+export function pageInfo(page: number, pageSize: number, totalCount: number): PageInfo {
+  return { page, page_size: pageSize, total_pages: Math.ceil(totalCount / pageSize), total_count: totalCount };
+}

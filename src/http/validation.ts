@@ -1,0 +1,266 @@
+import net from 'node:net';
+import { Ajv, type AnySchemaObject, type ErrorObject, type KeywordDefinition, type SchemaObject } from 'ajv';
+import addFormatsPlugin from 'ajv-formats';
+import type { FastifySchemaCompiler } from 'fastify';
+import type { ErrorItem } from './errors.js';
+
+/**
+ * Schema keywords of our own. They keep every rule of a resource inside its one schema, so the
+ * OpenAPI document shows them (as `x-` extensions) and one compiled validator reports them all.
+ *
+ * - `x-messages`: `{ <keyword>: <message> }`, the message to report when that keyword of this
+ *   schema fails (the specification's own wording, where it gives one).
+ * - `x-unique-by`: on an array of objects, the properties that together must not repeat.
+ * - `x-exclusive`: on an object, pairs of properties that must not both be present.
+ * - `x-distinct`: on an object, two properties that must not hold the same value.
+ */
+type Messages = Record<string, string>;
+
+// ajv-formats is CommonJS; its type declarations describe the ESM default export one level down.
+const addFormats = addFormatsPlugin as unknown as typeof addFormatsPlugin.default;
+
+const MESSAGES = 'x-messages';
+
+function customMessage(parentSchema: AnySchemaObject | undefined, keyword: string): string | undefined {
+  return (parentSchema?.[MESSAGES] as Messages | undefined)?.[keyword];
+}
+
+type Obj = Record<string, unknown>;
+const isObject = (value: unknown): value is Obj => typeof value === 'object' && value !== null && !Array.isArray(value);
+
+interface KeywordError {
+  keyword: string;
+  instancePath: string;
+  message: string;
+  params: Record<string, unknown>;
+}
+
+/** Builds a user keyword from a check that returns the errors it found. */
+function keyword(
+  name: string,
+  dataType: 'array' | 'object',
+  check: (schema: never, data: never, parentSchema: SchemaObject, instancePath: string) => KeywordError[],
+): KeywordDefinition {
+  const validate = (schema: unknown, data: unknown, parentSchema?: SchemaObject, cxt?: { instancePath: string }) => {
+    const errors = check(schema as never, data as never, parentSchema ?? {}, cxt?.instancePath ?? '');
+    validate.errors = errors;
+    return errors.length === 0;
+  };
+  validate.errors = [] as KeywordError[];
+  return { keyword: name, type: dataType, schemaType: 'array', errors: true, validate };
+}
+
+const uniqueBy = keyword('x-unique-by', 'array', (fields: string[], items: unknown[], parentSchema, path) => {
+  const seen = new Set<string>();
+  const errors: KeywordError[] = [];
+  items.forEach((item, index) => {
+    if (!isObject(item)) return;
+    const key = JSON.stringify(fields.map((field) => item[field] ?? null));
+    if (!seen.has(key)) return void seen.add(key);
+    errors.push({
+      keyword: 'x-unique-by',
+      instancePath: `${path}/${index}/${fields[0]}`,
+      message: customMessage(parentSchema, 'x-unique-by') ?? `Duplicate ${fields.join(' and ')}: each must appear once`,
+      params: { fields },
+    });
+  });
+  return errors;
+});
+
+const exclusive = keyword('x-exclusive', 'object', (pairs: [string, string][], data: Obj, _parent, path) =>
+  pairs
+    .filter(([a, b]) => data[a] !== undefined && data[b] !== undefined)
+    .map(([a, b]) => ({
+      keyword: 'x-exclusive',
+      instancePath: `${path}/${b}`,
+      message: `Must not be present together with ${a}`,
+      params: { with: a },
+    })),
+);
+
+const distinct = keyword('x-distinct', 'object', ([a, b]: [string, string], data: Obj, _parent, path) =>
+  data[a] !== undefined && data[a] === data[b]
+    ? [{ keyword: 'x-distinct', instancePath: `${path}/${b}`, message: `Must not be the same as ${a}`, params: { with: a } }]
+    : [],
+);
+
+/**
+ * ISO-8601 date-time with a time zone: `Z` or an offset written with or without a colon
+ * (`-08:00`, `-0800`), optional fractional seconds. Calendar days are checked (no 30 February).
+ */
+const DATE_TIME = /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.\d+)?(?:[Zz]|[+-](\d{2}):?(\d{2}))$/;
+
+export function isDateTime(value: string): boolean {
+  const match = DATE_TIME.exec(value);
+  if (!match) return false;
+  const [year, month, day, hour, minute, second, offsetHours, offsetMinutes] = match.slice(1).map((part) => Number(part ?? 0)) as [
+    number, number, number, number, number, number, number, number,
+  ];
+  return (
+    month >= 1 && month <= 12 && day >= 1 && day <= daysInMonth(year, month) &&
+    hour <= 23 && minute <= 59 && second <= 59 && offsetHours <= 23 && offsetMinutes <= 59
+  );
+}
+
+function daysInMonth(year: number, month: number): number {
+  return new Date(Date.UTC(year, month, 0)).getUTCDate();
+}
+
+function createAjv(options: { coerceTypes: boolean }): Ajv {
+  const ajv = new Ajv({
+    allErrors: true,
+    verbose: true,
+    coerceTypes: options.coerceTypes,
+    useDefaults: true,
+    removeAdditional: false,
+    strict: true,
+  });
+  addFormats(ajv, ['email', 'date', 'uuid']);
+  ajv.addFormat('date-time', { type: 'string', validate: isDateTime });
+  ajv.addFormat('ip', { type: 'string', validate: (value: string) => net.isIP(value) !== 0 });
+  ajv.addKeyword({ keyword: MESSAGES, schemaType: 'object' });
+  ajv.addKeyword(uniqueBy);
+  ajv.addKeyword(exclusive);
+  ajv.addKeyword(distinct);
+  return ajv;
+}
+
+/**
+ * Bodies are validated strictly (a string is never a number). Query strings and path parameters
+ * arrive as text, so their validator converts "2" to 2 where the schema asks for a number.
+ */
+export function createValidatorCompiler(): FastifySchemaCompiler<SchemaObject> {
+  const strict = createAjv({ coerceTypes: false });
+  const coercing = createAjv({ coerceTypes: true });
+  return ({ schema, httpPart }) => (httpPart === 'body' ? strict : coercing).compile(schema);
+}
+
+/** Where a validated value came from, as named in an error's `loc`. */
+export type Part = 'body' | 'query' | 'path' | 'header';
+
+const FASTIFY_PARTS: Record<string, Part> = { body: 'body', querystring: 'query', params: 'path', headers: 'header' };
+
+export function partOf(validationContext: string | undefined): Part {
+  return FASTIFY_PARTS[validationContext ?? 'body'] ?? 'body';
+}
+
+const TYPES: Record<string, string> = {
+  required: 'required',
+  additionalProperties: 'additional_property',
+  minLength: 'min_length',
+  maxLength: 'max_length',
+  minimum: 'minimum',
+  maximum: 'maximum',
+  exclusiveMinimum: 'minimum',
+  exclusiveMaximum: 'maximum',
+  minItems: 'min_items',
+  maxItems: 'max_items',
+  uniqueItems: 'unique',
+  'x-unique-by': 'unique',
+  'x-exclusive': 'exclusive',
+  'x-distinct': 'distinct',
+  enum: 'enum',
+  const: 'enum',
+  format: 'format',
+  type: 'type',
+  pattern: 'pattern',
+};
+
+const FORMAT_MESSAGES: Record<string, string> = {
+  'date-time': 'Must be an ISO-8601 date-time with a time zone, such as 2024-03-08T01:23:45-08:00 or 2024-03-08T09:23:45Z',
+  date: 'Must be a date written YYYY-MM-DD',
+  email: 'Must be a valid e-mail address',
+  ip: 'Must be a valid IPv4 or IPv6 address',
+  uuid: 'Must be a UUID',
+};
+
+const A_OR_AN: Record<string, string> = {
+  string: 'a string', number: 'a number', integer: 'an integer', boolean: 'a boolean (true or false)',
+  array: 'an array', object: 'an object', null: 'null',
+};
+
+function defaultMessage(error: ErrorObject): string {
+  const params = error.params as Record<string, unknown>;
+  const limit = params.limit as number;
+  switch (error.keyword) {
+    case 'required':
+      return 'Field required';
+    case 'additionalProperties':
+      return 'Property is not allowed here';
+    case 'type':
+      return `Must be ${String(params.type).split(',').map((type) => A_OR_AN[type] ?? type).join(' or ')}`;
+    case 'minLength':
+      return limit === 1 ? 'Must not be empty' : `Must be at least ${limit} characters long`;
+    case 'maxLength':
+      return `Must be at most ${limit} characters long`;
+    case 'minimum':
+      return `Must be at least ${limit}`;
+    case 'maximum':
+      return `Must be at most ${limit}`;
+    case 'minItems':
+      return `Must have at least ${limit} item${limit === 1 ? '' : 's'}`;
+    case 'maxItems':
+      return `Must have at most ${limit} items`;
+    case 'uniqueItems':
+      return `Items must be unique: items ${params.j} and ${params.i} are the same`;
+    case 'enum': {
+      const allowed = params.allowedValues as unknown[];
+      return allowed.length <= 12 ? `Must be one of: ${allowed.join(', ')}` : 'Is not one of the allowed values';
+    }
+    case 'format':
+      return FORMAT_MESSAGES[params.format as string] ?? `Must be a valid ${params.format}`;
+    case 'pattern':
+      return `Must match the pattern ${params.pattern}`;
+    default:
+      return error.message ?? 'Is not valid';
+  }
+}
+
+const escapePointer = (name: string) => name.replace(/~/g, '~0').replace(/\//g, '~1');
+
+function pointerOf(error: ErrorObject): string {
+  const params = error.params as Record<string, unknown>;
+  if (error.keyword === 'required') return `${error.instancePath}/${escapePointer(String(params.missingProperty))}`;
+  if (error.keyword === 'additionalProperties') {
+    return `${error.instancePath}/${escapePointer(String(params.additionalProperty))}`;
+  }
+  return error.instancePath;
+}
+
+/**
+ * The `order_id` of the innermost order (or alias) on the path to an error, so that a caller
+ * can tell which order of a batch failed without counting array positions.
+ */
+function orderIdAt(data: unknown, pointer: string): string | undefined {
+  let orderId: string | undefined;
+  let node = data;
+  for (const segment of pointer.split('/').slice(1)) {
+    if (isObject(node) && typeof node.order_id === 'string') orderId = node.order_id;
+    if (typeof node !== 'object' || node === null) break;
+    node = (node as Obj)[segment.replace(/~1/g, '/').replace(/~0/g, '~')];
+  }
+  return orderId;
+}
+
+/** Turns validator errors into envelope items; a wrong type at a place hides the other errors there. */
+export function toErrorItems(errors: readonly ErrorObject[], part: Part, data: unknown): ErrorItem[] {
+  const mistyped = new Set(errors.filter((error) => error.keyword === 'type').map((error) => error.instancePath));
+  const items: ErrorItem[] = [];
+  const seen = new Set<string>();
+  for (const error of errors) {
+    if (error.keyword !== 'type' && mistyped.has(error.instancePath)) continue;
+    const pointer = pointerOf(error);
+    const item: ErrorItem = {
+      loc: part + pointer,
+      msg: customMessage(error.parentSchema, error.keyword) ?? defaultMessage(error),
+      type: TYPES[error.keyword] ?? error.keyword,
+    };
+    const key = `${item.loc}\u0000${item.msg}`;
+    if (seen.has(key)) continue;
+    seen.add(key);
+    const orderId = part === 'body' ? orderIdAt(data, pointer) : undefined;
+    if (orderId !== undefined) item.order_id = orderId;
+    items.push(item);
+  }
+  return items;
+}

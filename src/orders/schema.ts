@@ -1,0 +1,165 @@
+import { Type, type Static } from 'typebox';
+import { COUNTRY_CODES, CURRENCY_CODES } from '../reference-codes.js';
+import { PageQuery, pageOf } from '../http/pagination.js';
+import { DateTime, NonEmptyString } from '../http/schemas.js';
+
+export const MAX_AMOUNT = 100_000_000_000_000;
+export const MAX_ORDERS_PER_REQUEST = 1000;
+export const MAX_ALIASES_PER_REQUEST = 2500;
+
+const Amount = (description: string) => Type.Number({ maximum: MAX_AMOUNT, description });
+const DUPLICATE_PRODUCTS = 'Cannot include duplicate product IDs';
+
+export const Product = Type.Object(
+  {
+    id: NonEmptyString('Identifies the product in the order.'),
+    name: NonEmptyString('Product name.'),
+    quantity: Amount('Units ordered.'),
+    price: Amount('Price of one unit, in the order currency.'),
+    variant_id: Type.Optional(NonEmptyString('Variant of the product.')),
+    variant_name: Type.Optional(NonEmptyString('Name of the variant.')),
+  },
+  { additionalProperties: false },
+);
+
+export const Refund = Type.Object(
+  {
+    product_id: NonEmptyString('The refunded product; should be one of the order products.'),
+    quantity: Amount('Units refunded; should be at most the units ordered.'),
+    refund_amount: Amount('Total refunded to the customer, in the order currency.'),
+    refund_cost: Amount('Estimated total cost of the refund, overheads such as shipping and fees included.'),
+    refund_made_at: DateTime('When the refund was made.'),
+    variant_id: Type.Optional(NonEmptyString('The refunded variant; should be one of the order products.')),
+  },
+  { additionalProperties: false },
+);
+
+export const ShippingAddress = Type.Object(
+  {
+    address1: Type.Optional(NonEmptyString('Street address.')),
+    address2: Type.Optional(Type.String({ description: 'Additional street address line.' })),
+    city: Type.Optional(NonEmptyString('City.')),
+    state: Type.Optional(Type.String({ description: 'State or region.' })),
+    zip: Type.String({ description: 'Postal code.' }),
+    country_code: Type.String({
+      enum: COUNTRY_CODES,
+      description: 'Three-letter ISO 3166-1 alpha-3 country code.',
+      'x-messages': { enum: 'Country code should use three-letter ISO 3166 country codes' },
+    }),
+  },
+  { additionalProperties: false },
+);
+
+export const Alias = Type.Object(
+  {
+    type: NonEmptyString('Kind of identifier, free-form; custom kinds are written custom:<name>.'),
+    id: NonEmptyString('The alternate order id.'),
+  },
+  { additionalProperties: false },
+);
+
+const orderProperties = {
+  order_id: NonEmptyString('Unique per client: sending it again updates the order.'),
+  customer_id: NonEmptyString("The shop's internal customer id (not an e-mail, not the order id)."),
+  time_of_purchase: DateTime('When the customer placed the order.'),
+  customer_email: Type.Optional(Type.String({ format: 'email' })),
+  customer_phone_number: Type.Optional(Type.String()),
+  hashed_customer_email: Type.Optional(Type.String({ description: 'SHA-256 of the normalised e-mail.' })),
+  hashed_customer_phone_number: Type.Optional(Type.String({ description: 'SHA-256 of the E.164 phone number.' })),
+  customer_name: Type.Optional(Type.String()),
+  customer_ip_address: Type.Optional(Type.String({ format: 'ip', description: 'IPv4 or IPv6 address.' })),
+  discount_codes: Type.Optional(Type.Array(Type.String(), { uniqueItems: true })),
+  discount_amount: Type.Optional(Amount('Total discount, in the order currency.')),
+  order_tags: Type.Optional(Type.Array(Type.String(), { uniqueItems: true })),
+  tax: Amount('Tax, in the order currency.'),
+  is_recurring_order: Type.Optional(Type.Boolean()),
+  currency: Type.String({
+    enum: CURRENCY_CODES,
+    description: 'ISO 4217 code; every amount of the order is in this currency.',
+    'x-messages': { enum: 'Currency does not match any known currencies' },
+  }),
+  purchase_total: Amount('Amount collected from the customer, taxes, shipping and fees included.'),
+  products: Type.Array(Product, {
+    minItems: 1,
+    'x-unique-by': ['id', 'variant_id'],
+    'x-messages': { minItems: 'Must have at least one product', 'x-unique-by': DUPLICATE_PRODUCTS },
+  }),
+  refunds: Type.Optional(
+    Type.Array(Refund, { 'x-unique-by': ['product_id', 'variant_id'], 'x-messages': { 'x-unique-by': DUPLICATE_PRODUCTS } }),
+  ),
+  customer_shipping_address: Type.Optional(ShippingAddress),
+  shipping_cost: Amount('Amount paid for shipping.'),
+  alternate_order_ids: Type.Optional(Type.Array(Alias, { description: 'Aliases to add to the order.' })),
+};
+
+export const Order = Type.Object(orderProperties, {
+  additionalProperties: false,
+  'x-exclusive': [
+    ['customer_email', 'hashed_customer_email'],
+    ['customer_phone_number', 'hashed_customer_phone_number'],
+  ],
+  'x-distinct': ['order_id', 'customer_id'],
+});
+export type Order = Static<typeof Order>;
+
+export const OrderBatch = Type.Array(Order, {
+  minItems: 1,
+  maxItems: MAX_ORDERS_PER_REQUEST,
+  'x-unique-by': ['order_id'],
+  'x-messages': {
+    maxItems: `At most ${MAX_ORDERS_PER_REQUEST} orders per request: split the batch`,
+    'x-unique-by': 'Duplicate order_id in this batch: each order may appear once',
+  },
+});
+
+export const Warning = Type.Object({
+  order_id: Type.String(),
+  loc: Type.String(),
+  msg: Type.String(),
+});
+export type Warning = Static<typeof Warning>;
+
+export const UpsertResult = Type.Object({
+  message: Type.String(),
+  inserted: Type.Integer({ description: 'Orders that were new.' }),
+  updated: Type.Integer({ description: 'Orders that existed and were replaced.' }),
+  warnings: Type.Array(Warning, { description: 'Advice the specification gives as "should"; the orders were stored.' }),
+  request_id: Type.String({ format: 'uuid' }),
+});
+
+export const AliasRequest = Type.Object(
+  {
+    aliases: Type.Array(
+      Type.Object({ order_id: NonEmptyString('An existing order.'), ...Alias.properties }, { additionalProperties: false }),
+      { minItems: 1, maxItems: MAX_ALIASES_PER_REQUEST },
+    ),
+  },
+  { additionalProperties: false },
+);
+export type AliasRequest = Static<typeof AliasRequest>;
+
+export const AliasResult = Type.Object({
+  message: Type.String(),
+  added: Type.Integer({ description: 'Aliases attached by this request.' }),
+  ignored: Type.Integer({ description: 'Aliases that were attached already.' }),
+  request_id: Type.String({ format: 'uuid' }),
+});
+
+export const OrderListQuery = Type.Object(
+  {
+    start_date: Type.String({ format: 'date', description: 'First day (UTC) of time_of_purchase, inclusive.' }),
+    end_date: Type.String({ format: 'date', description: 'Last day (UTC) of time_of_purchase, inclusive.' }),
+    ...PageQuery.properties,
+  },
+  { additionalProperties: false },
+);
+export type OrderListQuery = Static<typeof OrderListQuery>;
+
+export const StoredOrder = Type.Object({
+  ...orderProperties,
+  alternate_order_ids: Type.Array(Alias, { description: 'Every alias attached to the order.' }),
+  created_at: Type.String({ format: 'date-time' }),
+  updated_at: Type.String({ format: 'date-time' }),
+});
+
+export const OrderPage = pageOf(StoredOrder);
