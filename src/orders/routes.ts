@@ -11,7 +11,7 @@ import {
 import { AliasRequest, AliasResult, OrderBatch, OrderListQuery, OrderPage, UpsertResult, type Order } from './schema.js';
 import { orderWarnings } from './warnings.js';
 
-const plural = (count: number, noun: string) => `${count} ${noun}${count === 1 ? '' : 's'}`;
+const plural = (count: number, noun: string, nouns = `${noun}s`) => `${count} ${count === 1 ? noun : nouns}`;
 
 const errors = { 400: ErrorEnvelope, 401: ErrorEnvelope };
 
@@ -29,7 +29,7 @@ function aliasesOf(orders: readonly Order[]): AliasToAttach[] {
 function conflictError(error: AliasConflictError): ApiError {
   return new ApiError(
     400,
-    `${plural(error.conflicts.length, 'alias')} already attached to other orders; nothing was stored`,
+    `${plural(error.conflicts.length, 'alias', 'aliases')} already attached to other orders; nothing was stored`,
     error.conflicts.map((conflict) => ({
       loc: conflict.loc,
       msg: `Alias ${conflict.type} ${conflict.id} is already attached to order ${conflict.attached_to}`,
@@ -102,7 +102,7 @@ export const orderRoutes: FastifyPluginAsyncTypebox<{ orders: OrderRepository }>
           throw error instanceof AliasConflictError ? conflictError(error) : error;
         }
       }
-      return { message: `Added ${plural(result.added, 'alias')}`, ...result, request_id: request.id };
+      return { message: `Added ${plural(result.added, 'alias', 'aliases')}`, ...result, request_id: request.id };
     },
   );
 

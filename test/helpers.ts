@@ -1,0 +1,172 @@
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import { buildApp } from '../src/app.js';
+import { loadConfig, type Config } from '../src/config.js';
+import type { Database } from '../src/db/index.js';
+import { migrate } from '../src/db/migrate.js';
+import { openPglite } from '../src/db/pglite.js';
+import { openPostgres } from '../src/db/postgres.js';
+
+export const ADMIN_TOKEN = 'test-admin-token';
+
+export interface TestDatabase {
+  db: Database;
+  /** The connection string of the test's own database (PostgreSQL only). */
+  url: string | undefined;
+  drop(): Promise<void>;
+}
+
+/**
+ * A fresh, empty, migrated store for one test file: a new database on the server named by
+ * DATABASE_URL (dropped afterwards), or an in-memory PGlite when DATABASE_URL is unset.
+ */
+export async function createTestDatabase(): Promise<TestDatabase> {
+  const serverUrl = process.env.DATABASE_URL;
+  if (!serverUrl) {
+    const db = await openPglite(undefined);
+    await migrate(db);
+    return { db, url: undefined, drop: () => db.close() };
+  }
+  const name = `tributary_test_${randomBytes(6).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: serverUrl });
+  await admin.connect();
+  await admin.query(`CREATE DATABASE ${name}`);
+  await admin.end();
+  const url = new URL(serverUrl);
+  url.pathname = `/${name}`;
+  const db = openPostgres({ connectionString: url.toString(), poolSize: 10 });
+  await migrate(db);
+  return {
+    db,
+    url: url.toString(),
+    async drop() {
+      await db.close();
+      const cleanup = new pg.Client({ connectionString: serverUrl });
+      await cleanup.connect();
+      await cleanup.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      await cleanup.end();
+    },
+  };
+}
+
+export type TestApp = Awaited<ReturnType<typeof buildApp>>;
+
+export interface TestClient {
+  client_id: string;
+  api_key: string;
+  key_id: string;
+  /** The two credential headers of this client. */
+  headers: Record<string, string>;
+}
+
+export interface TestService {
+  db: Database;
+  production: TestApp;
+  uat: TestApp;
+  config: Config;
+  /** Creates a client through the admin API. */
+  createClient(name?: string): Promise<TestClient>;
+  close(): Promise<void>;
+}
+
+/** The production and UAT apps over one fresh store, spoken to with `app.inject`. */
+export async function startService(env: NodeJS.ProcessEnv = {}): Promise<TestService> {
+  const store = await createTestDatabase();
+  const config = loadConfig({ ADMIN_TOKEN, ...env });
+  const production = await buildApp({ config, db: store.db, environment: 'production' });
+  const uat = await buildApp({ config, db: store.db, environment: 'uat' });
+  let clients = 0;
+  return {
+    db: store.db,
+    production,
+    uat,
+    config,
+    async createClient(name = `client ${++clients}`) {
+      const response = await production.inject({
+        method: 'POST',
+        url: '/admin/v1/clients',
+        headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+        payload: { name },
+      });
+      if (response.statusCode !== 201) throw new Error(`client creation failed: ${response.body}`);
+      const client = response.json() as Omit<TestClient, 'headers'>;
+      return { ...client, headers: { authorization: client.api_key, 'data-client-id': client.client_id } };
+    },
+    async close() {
+      await Promise.all([production.close(), uat.close()]);
+      await store.drop();
+    },
+  };
+}
+
+/** A valid order with every optional part filled in; `overrides` replaces top-level fields. */
+export function makeOrder(orderId: string, overrides: Record<string, unknown> = {}): Record<string, unknown> {
+  return {
+    order_id: orderId,
+    customer_id: `customer-of-${orderId}`,
+    time_of_purchase: '2024-03-08T01:23:45-08:00',
+    customer_email: 'jane@example.com',
+    customer_phone_number: '+15555550100',
+    customer_name: 'Jane Doe',
+    customer_ip_address: '203.0.113.7',
+    discount_codes: ['SPRING10'],
+    discount_amount: 5.5,
+    order_tags: ['web'],
+    tax: 3.2,
+    is_recurring_order: false,
+    currency: 'USD',
+    purchase_total: 49.99,
+    products: [
+      { id: 'shirt', name: 'Shirt', quantity: 2, price: 19.99, variant_id: 'blue', variant_name: 'Blue' },
+      { id: 'shirt', name: 'Shirt', quantity: 1, price: 19.99, variant_id: 'red', variant_name: 'Red' },
+    ],
+    refunds: [
+      {
+        product_id: 'shirt',
+        variant_id: 'blue',
+        quantity: 1,
+        refund_amount: 19.99,
+        refund_cost: 2.5,
+        refund_made_at: '2024-03-10T12:00:00Z',
+      },
+    ],
+    customer_shipping_address: {
+      address1: '1 Main St',
+      address2: 'Apt 2',
+      city: 'Springfield',
+      state: 'OR',
+      zip: '97477',
+      country_code: 'USA',
+    },
+    shipping_cost: 4.99,
+    ...overrides,
+  };
+}
+
+/** A valid order with only the required fields. */
+export function minimalOrder(orderId: string, overrides: Record<string, unknown> = {}): Record<string, unknown> {
+  return {
+    order_id: orderId,
+    customer_id: `customer-of-${orderId}`,
+    time_of_purchase: '2024-03-08T09:23:45Z',
+    tax: 0,
+    currency: 'EUR',
+    purchase_total: 10,
+    products: [{ id: 'p', name: 'Product', quantity: 1, price: 10 }],
+    shipping_cost: 0,
+    ...overrides,
+  };
+}
+
+export function postOrders(app: TestApp, client: Pick<TestClient, 'headers'>, orders: unknown) {
+  return app.inject({ method: 'POST', url: '/v2/orders', headers: client.headers, payload: orders as object });
+}
+
+export function listOrders(app: TestApp, client: Pick<TestClient, 'headers'>, query: Record<string, string | number>) {
+  const search = new URLSearchParams(Object.entries(query).map(([key, value]): [string, string] => [key, String(value)]));
+  return app.inject({ method: 'GET', url: `/v2/orders?${search}`, headers: client.headers });
+}
+
+export function postAliases(app: TestApp, client: Pick<TestClient, 'headers'>, aliases: unknown) {
+  return app.inject({ method: 'POST', url: '/v2/orders/aliases', headers: client.headers, payload: { aliases } as object });
+}
