@@ -409,7 +409,7 @@ describe('field rules', () => {
     assert.equal(response.json().errors[0].loc, 'body/0/tax');
   });
 
-  for (const email of ['not-an-email', 'a@', '@b.co', 'a b@c.co']) {
+  for (const email of ['not-an-email', 'a@', '@b.co', 'a b@c.co', 'a@b', 'a@@b.co', 'a@b..co']) {
     test(`customer_email ${email} is refused`, () =>
       rejectedWith(minimalOrder('o', { customer_email: email }), { loc: 'customer_email', msg: 'Must be a valid e-mail address', type: 'format' }));
   }
@@ -418,6 +418,15 @@ describe('field rules', () => {
     test(`customer_ip_address ${ip} is refused`, () =>
       rejectedWith(minimalOrder('o', { customer_ip_address: ip }), { loc: 'customer_ip_address', msg: 'Must be a valid IPv4 or IPv6 address', type: 'format' }));
   }
+
+  test('internationalised e-mail addresses are accepted', async () => {
+    const client = await service.createClient();
+    const orders = ['müller@example.de', 'δοκιμή@παράδειγμα.δοκιμή', 'a.b+tag@sub.example.co.uk'].map((email, i) =>
+      minimalOrder(`o${i}`, { customer_email: email }),
+    );
+    const response = await postOrders(service.production, client, orders);
+    assert.equal(response.statusCode, 200, response.body);
+  });
 
   test('IPv4 and IPv6 addresses are accepted', async () => {
     const client = await service.createClient();

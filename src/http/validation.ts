@@ -102,6 +102,13 @@ export function isDateTime(value: string): boolean {
   );
 }
 
+/**
+ * An e-mail address: one @, no spaces, a dotted domain. Internationalised addresses (RFC 6531,
+ * such as müller@example.de) are real customers' addresses and are accepted.
+ */
+const EMAIL = /^[^\s@]+@[^\s@.]+(?:\.[^\s@.]+)+$/u;
+export const isEmail = (value: string) => value.length <= 254 && EMAIL.test(value);
+
 function daysInMonth(year: number, month: number): number {
   return new Date(Date.UTC(year, month, 0)).getUTCDate();
 }
@@ -115,7 +122,8 @@ function createAjv(options: { coerceTypes: boolean }): Ajv {
     removeAdditional: false,
     strict: true,
   });
-  addFormats(ajv, ['email', 'date', 'uuid']);
+  addFormats(ajv, ['date', 'uuid']);
+  ajv.addFormat('email', { type: 'string', validate: isEmail });
   ajv.addFormat('date-time', { type: 'string', validate: isDateTime });
   ajv.addFormat('ip', { type: 'string', validate: (value: string) => net.isIP(value) !== 0 });
   ajv.addKeyword({ keyword: MESSAGES, schemaType: 'object' });

@@ -1,0 +1,102 @@
+/** Runs the service as a user would, in a child process, for the benchmarks. */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import pg from 'pg';
+
+const ADMIN_TOKEN = 'bench-admin-token';
+const CLI = new URL('../dist/cli.js', import.meta.url).pathname;
+
+export interface Store {
+  name: 'pglite' | 'postgres';
+  env: NodeJS.ProcessEnv;
+  drop(): Promise<void>;
+}
+
+/** An empty embedded store in a temporary directory. */
+export function pgliteStore(): Store {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tributary-bench-'));
+  return {
+    name: 'pglite',
+    env: { DATA_DIR: dataDir, DATABASE_URL: '' },
+    drop: async () => fs.rmSync(dataDir, { recursive: true, force: true }),
+  };
+}
+
+/** A new, empty database on the PostgreSQL server of `serverUrl`, dropped afterwards. */
+export async function postgresStore(serverUrl: string): Promise<Store> {
+  const name = `tributary_bench_${randomBytes(4).toString('hex')}`;
+  const admin = async (sql: string) => {
+    const client = new pg.Client({ connectionString: serverUrl });
+    await client.connect();
+    try {
+      await client.query(sql);
+    } finally {
+      await client.end();
+    }
+  };
+  await admin(`CREATE DATABASE ${name}`);
+  const url = new URL(serverUrl);
+  url.pathname = `/${name}`;
+  return { name: 'postgres', env: { DATABASE_URL: url.toString() }, drop: () => admin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`) };
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer().listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as net.AddressInfo;
+      server.close(() => resolve(port));
+    });
+    server.on('error', reject);
+  });
+}
+
+export interface RunningServer {
+  url: string;
+  process: ChildProcess;
+  /** Headers of a client created for the run. */
+  headers: Record<string, string>;
+  /** Peak resident memory of the server process so far, in MB (Linux). */
+  peakRssMb(): number | undefined;
+  stop(): Promise<void>;
+}
+
+export async function startServer(store: Store, extraEnv: NodeJS.ProcessEnv = {}): Promise<RunningServer> {
+  const [port, uatPort] = [await freePort(), await freePort()];
+  const child = spawn(process.execPath, [CLI, 'serve'], {
+    env: { ...process.env, ...store.env, ...extraEnv, PORT: String(port), UAT_PORT: String(uatPort), ADMIN_TOKEN, LOG_LEVEL: 'warn' },
+    stdio: ['ignore', 'inherit', 'inherit'],
+  });
+  const url = `http://127.0.0.1:${port}`;
+  const started = Date.now();
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`server exited with ${child.exitCode}`);
+    const ready = await fetch(`${url}/readyz`).then((r) => r.ok, () => false);
+    if (ready) break;
+    if (Date.now() - started > 60_000) throw new Error('server did not become ready in 60 s');
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  const created = await fetch(`${url}/admin/v1/clients`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ name: 'bench' }),
+  });
+  const client = (await created.json()) as { client_id: string; api_key: string };
+  return {
+    url,
+    process: child,
+    headers: { authorization: client.api_key, 'data-client-id': client.client_id, 'content-type': 'application/json' },
+    peakRssMb() {
+      const status = fs.readFileSync(`/proc/${child.pid}/status`, 'utf8').match(/VmHWM:\s+(\d+) kB/);
+      return status ? Math.round(Number(status[1]) / 1024) : undefined;
+    },
+    stop: () =>
+      new Promise((resolve) => {
+        child.once('exit', () => resolve());
+        child.kill('SIGTERM');
+      }),
+  };
+}
