@@ -8,9 +8,10 @@ import type { Environment } from './auth/tenant.js';
 import { adminRoutes } from './clients/admin-routes.js';
 import { createClientRepository } from './clients/repository.js';
 import type { Config } from './config.js';
+import { isUuid } from './uuid.js';
 import type { Database } from './db/index.js';
 import { healthRoutes } from './health.js';
-import { registerErrorHandling } from './http/errors.js';
+import { registerErrorHandling, sendError } from './http/errors.js';
 import { registerJsonBody } from './http/json-body.js';
 import { createValidatorCompiler } from './http/validation.js';
 import { createOrderRepository } from './orders/repository.js';
@@ -25,12 +26,10 @@ export interface AppOptions {
   logger?: Logger;
 }
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
 /** A caller's own X-Request-Id is kept when it is a UUID, so its logs and ours line up. */
 function requestId(request: { headers: Record<string, string | string[] | undefined> }): string {
   const incoming = request.headers['x-request-id'];
-  return typeof incoming === 'string' && UUID.test(incoming) ? incoming.toLowerCase() : randomUUID();
+  return typeof incoming === 'string' && isUuid(incoming) ? incoming.toLowerCase() : randomUUID();
 }
 
 /** Builds the API of one environment (production or UAT) on a shared database. */
@@ -40,6 +39,10 @@ export async function buildApp({ config, db, environment, logger }: AppOptions) 
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: config.bodyLimitBytes,
     genReqId: requestId,
+    routerOptions: { ignoreTrailingSlash: true },
+    // Errors Fastify answers before any hook runs (a URL that cannot be decoded).
+    frameworkErrors: (_error, request, reply) =>
+      sendError(reply.header('x-request-id', request.id) as never, 400, 'The URL is malformed'),
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   app.setValidatorCompiler(createValidatorCompiler());

@@ -5,7 +5,9 @@ import { loadConfig } from './config.js';
 import { openDatabase } from './db/index.js';
 import { migrate } from './db/migrate.js';
 import { startServer } from './server.js';
+import { isUuid } from './uuid.js';
 import { version } from './version.js';
+import { clientNameProblem } from './clients/schema.js';
 
 const print = (value: unknown) => process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
 
@@ -49,6 +51,8 @@ clients
   .description('create a client and its first API key (the key is shown only now)')
   .requiredOption('--name <name>', 'client name')
   .action(async ({ name }: { name: string }) => {
+    const problem = clientNameProblem(name);
+    if (problem) fail(problem);
     print(await withClients((repo) => repo.create(name)));
   });
 clients
@@ -64,6 +68,7 @@ keys
   .description('issue another API key for a client (shown only now)')
   .requiredOption('--client <client_id>', 'client id')
   .action(async ({ client }: { client: string }) => {
+    requireUuid('--client', client);
     const key = await withClients((repo) => repo.createKey(client));
     if (!key) fail(`no client ${client}`);
     print({ client_id: client, ...key });
@@ -74,9 +79,15 @@ keys
   .requiredOption('--client <client_id>', 'client id')
   .requiredOption('--key <key_id>', 'key id')
   .action(async ({ client, key }: { client: string; key: string }) => {
+    requireUuid('--client', client);
+    requireUuid('--key', key);
     if (!(await withClients((repo) => repo.revokeKey(client, key)))) fail(`client ${client} has no key ${key}`);
     print({ client_id: client, key_id: key, revoked: true });
   });
+
+function requireUuid(option: string, value: string) {
+  if (!isUuid(value)) fail(`${option} must be a UUID, got "${value}"`);
+}
 
 function fail(message: string): never {
   process.stderr.write(`${JSON.stringify({ error: message })}\n`);

@@ -24,23 +24,28 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const dataDir = path.resolve(env.DATA_DIR || './data');
   return {
     host: env.HOST || '127.0.0.1',
-    port: integer(env, 'PORT', 8080),
-    uatPort: integer(env, 'UAT_PORT', 8081),
+    port: integer(env, 'PORT', 8080, { max: 65535 }),
+    uatPort: integer(env, 'UAT_PORT', 8081, { max: 65535 }),
     databaseUrl: env.DATABASE_URL || undefined,
-    databasePoolSize: integer(env, 'DATABASE_POOL_SIZE', 10),
+    databasePoolSize: integer(env, 'DATABASE_POOL_SIZE', 10, { min: 1 }),
     dataDir,
     adminToken: env.ADMIN_TOKEN || undefined,
-    bodyLimitBytes: integer(env, 'BODY_LIMIT_BYTES', 32 * MIB),
+    bodyLimitBytes: integer(env, 'BODY_LIMIT_BYTES', 32 * MIB, { min: 1 }),
     logLevel: env.LOG_LEVEL || 'info',
   };
 }
 
-function integer(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
+function integer(
+  env: NodeJS.ProcessEnv,
+  name: string,
+  fallback: number,
+  { min = 0, max = Number.MAX_SAFE_INTEGER }: { min?: number; max?: number } = {},
+): number {
   const raw = env[name];
   if (raw === undefined || raw === '') return fallback;
   const value = Number(raw);
-  if (!Number.isSafeInteger(value) || value < 0) {
-    throw new ConfigError(`${name} must be a non-negative integer, got "${raw}"`);
+  if (!/^\d+$/.test(raw) || value < min || value > max) {
+    throw new ConfigError(`${name} must be a whole number from ${min} to ${max}, got "${raw}"`);
   }
   return value;
 }

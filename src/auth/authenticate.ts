@@ -2,6 +2,7 @@ import type { FastifyRequest, onRequestAsyncHookHandler } from 'fastify';
 import { matchesAny } from '../clients/api-keys.js';
 import type { ClientRepository } from '../clients/repository.js';
 import { ApiError } from '../http/errors.js';
+import { isUuid } from '../uuid.js';
 import type { Environment, Tenant } from './tenant.js';
 
 declare module 'fastify' {
@@ -10,21 +11,28 @@ declare module 'fastify' {
   }
 }
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 /** The hosted API's own examples put a scheme before the key; accept one and ignore it. */
 const SCHEME = /^(?:basic|bearer)\s+/i;
 const TEST_CLIENT_ID = 'test';
 const TEST_API_KEY = 'None';
 
-function header(request: FastifyRequest, name: string): string | undefined {
-  const value = request.headers[name];
-  const text = (Array.isArray(value) ? value[0] : value)?.trim();
-  if (!text) {
-    throw new ApiError(401, `Missing ${name === 'authorization' ? 'Authorization' : 'Data-Client-ID'} header`, [
-      { loc: `header/${name}`, msg: 'Header required', type: 'required' },
-    ]);
+const CREDENTIAL_HEADERS = { authorization: 'Authorization', 'data-client-id': 'Data-Client-ID' } as const;
+
+/** The two credential headers, or a 401 naming each one that is missing. */
+function credentials(request: FastifyRequest): { apiKey: string; clientId: string } {
+  const [apiKey, clientId] = Object.keys(CREDENTIAL_HEADERS).map((name) => {
+    const value = request.headers[name];
+    return (Array.isArray(value) ? value[0] : value)?.trim() ?? '';
+  }) as [string, string];
+  const missing = Object.entries(CREDENTIAL_HEADERS).filter((_, i) => ![apiKey, clientId][i]);
+  if (missing.length > 0) {
+    throw new ApiError(
+      401,
+      `Missing ${missing.map(([, label]) => label).join(' and ')} header${missing.length > 1 ? 's' : ''}`,
+      missing.map(([name]) => ({ loc: `header/${name}`, msg: 'Header required', type: 'required' })),
+    );
   }
-  return text;
+  return { apiKey: apiKey.replace(SCHEME, ''), clientId };
 }
 
 /**
@@ -34,14 +42,13 @@ function header(request: FastifyRequest, name: string): string | undefined {
  */
 export function authenticate(clients: ClientRepository, environment: Environment): onRequestAsyncHookHandler {
   return async (request) => {
-    const apiKey = header(request, 'authorization')!.replace(SCHEME, '');
-    const clientId = header(request, 'data-client-id')!;
+    const { apiKey, clientId } = credentials(request);
 
     if (environment === 'uat' && clientId === TEST_CLIENT_ID && apiKey === TEST_API_KEY) {
       request.tenant = { clientId, environment, dryRun: true };
       return;
     }
-    const hashes = UUID.test(clientId) ? await clients.activeKeyHashes(clientId.toLowerCase()) : [];
+    const hashes = isUuid(clientId) ? await clients.activeKeyHashes(clientId.toLowerCase()) : [];
     if (!matchesAny(apiKey, hashes)) {
       throw new ApiError(401, 'Invalid credentials: the API key is not valid for this Data-Client-ID', [
         { loc: 'header/authorization', msg: 'Invalid API key for this client', type: 'invalid_credentials' },

@@ -4,6 +4,7 @@ import { ApiError } from '../http/errors.js';
 import { ErrorEnvelope } from '../http/schemas.js';
 import { hashSecret, matchesAny } from './api-keys.js';
 import type { ClientRepository } from './repository.js';
+import { ClientName } from './schema.js';
 
 const ClientId = Type.String({ format: 'uuid' });
 const IssuedKey = {
@@ -21,8 +22,8 @@ export interface AdminOptions {
 export const adminRoutes: FastifyPluginAsyncTypebox<AdminOptions> = async (app, { clients, adminToken }) => {
   const tokenHash = [hashSecret(adminToken)];
   app.addHook('onRequest', async (request) => {
-    const [scheme, token] = (request.headers.authorization ?? '').split(/\s+/, 2);
-    if (scheme?.toLowerCase() !== 'bearer' || !token || !matchesAny(token, tokenHash)) {
+    const token = /^bearer\s+(.+)$/i.exec(request.headers.authorization ?? '')?.[1];
+    if (!token || !matchesAny(token, tokenHash)) {
       throw new ApiError(401, 'The admin API needs Authorization: Bearer <ADMIN_TOKEN>', [
         { loc: 'header/authorization', msg: 'Invalid admin token', type: 'invalid_credentials' },
       ]);
@@ -34,7 +35,7 @@ export const adminRoutes: FastifyPluginAsyncTypebox<AdminOptions> = async (app, 
     {
       schema: {
         summary: 'Create a client and its first API key',
-        body: Type.Object({ name: Type.String({ minLength: 1, maxLength: 200 }) }, { additionalProperties: false }),
+        body: Type.Object({ name: ClientName }, { additionalProperties: false }),
         response: { 201: Type.Object({ client_id: ClientId, name: Type.String(), ...IssuedKey }), ...errors },
       },
     },

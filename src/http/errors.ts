@@ -58,7 +58,7 @@ function isDataException(error: unknown): boolean {
   return typeof code === 'string' && code.startsWith('22') && code.length === 5;
 }
 
-function send(reply: FastifyReply, status: number, message: string, errors: ErrorItem[] | null = null) {
+export function sendError(reply: FastifyReply, status: number, message: string, errors: ErrorItem[] | null = null) {
   const body: ErrorEnvelope = { message, errors, request_id: reply.request.id };
   return reply.code(status).type('application/json').send(body);
 }
@@ -68,27 +68,27 @@ export function registerErrorHandling(app: FastifyInstance) {
   app.setErrorHandler((error: FastifyError, request, reply) => {
     if (error instanceof ApiError) {
       reply.headers(error.headers);
-      return send(reply, error.statusCode, error.message, error.errors);
+      return sendError(reply, error.statusCode, error.message, error.errors);
     }
     if (error.validation) {
       const part = partOf(error.validationContext);
       const data = part === 'body' ? request.body : part === 'query' ? request.query : request.params;
       const errors = toErrorItems(error.validation as never, part, data);
       const status = request.routeOptions.config.validationStatus ?? 400;
-      return send(reply, status, invalidRequestMessage(errors), errors);
+      return sendError(reply, status, invalidRequestMessage(errors), errors);
     }
     const status = error.statusCode ?? 500;
     if (status >= 400 && status < 500) {
       const message = FRAMEWORK_MESSAGES[error.code]?.(error, request) ?? error.message;
-      return send(reply, status, message);
+      return sendError(reply, status, message);
     }
     if (isDataException(error)) {
       request.log.warn({ code: (error as { code?: string }).code }, 'value rejected by the database');
-      return send(reply, request.routeOptions.config.validationStatus ?? 400, 'A value in the request cannot be stored');
+      return sendError(reply, request.routeOptions.config.validationStatus ?? 400, 'A value in the request cannot be stored');
     }
     request.log.error({ err: error }, 'request failed');
-    return send(reply, 500, 'Internal server error');
+    return sendError(reply, 500, 'Internal server error');
   });
 
-  app.setNotFoundHandler((request, reply) => send(reply, 404, `No route ${request.method} ${request.url.split('?')[0]}`));
+  app.setNotFoundHandler((request, reply) => sendError(reply, 404, `No route ${request.method} ${request.url.split('?')[0]}`));
 }

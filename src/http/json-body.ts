@@ -13,14 +13,18 @@ declare module 'fastify' {
  * PostgreSQL text cannot hold U+0000 nor half of a surrogate pair, and JSON can spell both as
  * escapes; such strings are refused here rather than failing later in the database.
  */
-function findUnstorableString(value: unknown, pointer = ''): string | undefined {
-  if (typeof value === 'string') return value.includes('\u0000') || !value.isWellFormed() ? pointer : undefined;
-  if (typeof value !== 'object' || value === null) return undefined;
-  for (const [key, child] of Object.entries(value)) {
-    const found =
-      findUnstorableString(key, pointer) ??
-      findUnstorableString(child, `${pointer}/${key.replace(/~/g, '~0').replace(/\//g, '~1')}`);
-    if (found !== undefined) return found;
+function findUnstorableString(root: unknown): string | undefined {
+  const unstorable = (text: string) => text.includes('\u0000') || !text.isWellFormed();
+  // An explicit stack: the depth of a client's JSON must not decide the depth of ours.
+  const pending: [unknown, string][] = [[root, '']];
+  for (let next = pending.pop(); next; next = pending.pop()) {
+    const [value, pointer] = next;
+    if (typeof value === 'string' && unstorable(value)) return pointer;
+    if (typeof value !== 'object' || value === null) continue;
+    for (const [key, child] of Object.entries(value)) {
+      if (unstorable(key)) return pointer;
+      pending.push([child, `${pointer}/${key.replace(/~/g, '~0').replace(/\//g, '~1')}`]);
+    }
   }
   return undefined;
 }
@@ -35,10 +39,10 @@ export function registerJsonBody(app: FastifyInstance) {
     try {
       value = secureJson.parse(body, null, { protoAction: 'error', constructorAction: 'error' });
     } catch (error) {
-      const message =
-        error instanceof SyntaxError
-          ? `Request body is not valid JSON: ${error.message}`
-          : 'Request body must not contain __proto__ or constructor.prototype keys';
+      // secure-json-parse reports a forbidden key as a SyntaxError too, with this message.
+      const message = /forbidden prototype property/.test((error as Error).message)
+        ? 'Request body must not contain __proto__ or constructor.prototype keys'
+        : `Request body is not valid JSON: ${(error as Error).message}`;
       return done(new ApiError(400, message), undefined);
     }
     const unstorable = body.includes('\\u') ? findUnstorableString(value) : undefined;

@@ -1,9 +1,11 @@
 import { Type, type TSchema } from 'typebox';
 
 export const MAX_PAGE_SIZE = 1000;
+/** Far beyond any real page; keeps the row offset within what the database can count. */
+export const MAX_PAGE = 1_000_000_000;
 
 export const PageQuery = Type.Object({
-  page: Type.Integer({ minimum: 1, default: 1, description: 'Page number, from 1.' }),
+  page: Type.Integer({ minimum: 1, maximum: MAX_PAGE, default: 1, description: 'Page number, from 1.' }),
   page_size: Type.Integer({ minimum: 1, maximum: MAX_PAGE_SIZE, default: MAX_PAGE_SIZE }),
 });
 

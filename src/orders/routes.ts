@@ -41,7 +41,7 @@ function conflictError(error: AliasConflictError): ApiError {
 
 export const orderRoutes: FastifyPluginAsyncTypebox<{ orders: OrderRepository }> = async (app, { orders }) => {
   app.post(
-    '/',
+    '',
     {
       schema: {
         summary: 'Upsert orders',
@@ -107,7 +107,7 @@ export const orderRoutes: FastifyPluginAsyncTypebox<{ orders: OrderRepository }>
   );
 
   app.get(
-    '/',
+    '',
     {
       schema: {
         summary: 'List orders',
