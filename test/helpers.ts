@@ -1,4 +1,6 @@
+import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
+import type { LightMyRequestResponse } from 'fastify';
 import pg from 'pg';
 import { buildApp } from '../src/app.js';
 import { loadConfig, type Config } from '../src/config.js';
@@ -6,6 +8,7 @@ import type { Database } from '../src/db/index.js';
 import { migrate } from '../src/db/migrate.js';
 import { openPglite } from '../src/db/pglite.js';
 import { openPostgres } from '../src/db/postgres.js';
+import type { ErrorEnvelope } from '../src/http/errors.js';
 
 export const ADMIN_TOKEN = 'test-admin-token';
 
@@ -17,14 +20,15 @@ export interface TestDatabase {
 }
 
 /**
- * A fresh, empty, migrated store for one test file: a new database on the server named by
- * DATABASE_URL (dropped afterwards), or an in-memory PGlite when DATABASE_URL is unset.
+ * A fresh, empty store for one test file: a new database on the server named by DATABASE_URL
+ * (dropped afterwards), or an in-memory PGlite when DATABASE_URL is unset. It is migrated
+ * unless `migrated: false` is given.
  */
-export async function createTestDatabase(): Promise<TestDatabase> {
+export async function createTestDatabase({ migrated = true }: { migrated?: boolean } = {}): Promise<TestDatabase> {
   const serverUrl = process.env.DATABASE_URL;
   if (!serverUrl) {
     const db = await openPglite(undefined);
-    await migrate(db);
+    if (migrated) await migrate(db);
     return { db, url: undefined, drop: () => db.close() };
   }
   const name = `tributary_test_${randomBytes(6).toString('hex')}`;
@@ -35,7 +39,7 @@ export async function createTestDatabase(): Promise<TestDatabase> {
   const url = new URL(serverUrl);
   url.pathname = `/${name}`;
   const db = openPostgres({ connectionString: url.toString(), poolSize: 10 });
-  await migrate(db);
+  if (migrated) await migrate(db);
   return {
     db,
     url: url.toString(),
@@ -169,4 +173,29 @@ export function listOrders(app: TestApp, client: Pick<TestClient, 'headers'>, qu
 
 export function postAliases(app: TestApp, client: Pick<TestClient, 'headers'>, aliases: unknown) {
   return app.inject({ method: 'POST', url: '/v2/orders/aliases', headers: client.headers, payload: { aliases } as object });
+}
+
+export const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/**
+ * Asserts that `response` has `status` and the API's error envelope, nothing else in it (no
+ * stack, no SQL), with the request id of its X-Request-Id header. Returns the envelope.
+ */
+export function assertErrorEnvelope(response: LightMyRequestResponse, status: number): ErrorEnvelope {
+  assert.equal(response.statusCode, status, response.body);
+  assert.match(String(response.headers['content-type']), /^application\/json/);
+  const body = response.json() as ErrorEnvelope;
+  assert.deepEqual(Object.keys(body).sort(), ['errors', 'message', 'request_id'], response.body);
+  assert.equal(typeof body.message, 'string');
+  assert.ok(body.message.length > 0, 'message is empty');
+  assert.match(body.request_id, UUID);
+  assert.equal(body.request_id, response.headers['x-request-id']);
+  if (body.errors !== null) {
+    assert.ok(Array.isArray(body.errors), response.body);
+    for (const item of body.errors) {
+      for (const field of ['loc', 'msg', 'type'] as const) assert.equal(typeof item[field], 'string', response.body);
+      assert.match(item.loc, /^(body|query|path|header)(\/|$)/);
+    }
+  }
+  return body;
 }

@@ -1,0 +1,200 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { loadConfig } from '../src/config.js';
+import {
+  ADMIN_TOKEN,
+  UUID,
+  assertErrorEnvelope,
+  listOrders,
+  startService,
+  type TestApp,
+  type TestService,
+} from './helpers.js';
+
+const UNKNOWN_UUID = '3f1e2d3c-4b5a-4978-8a6b-5c4d3e2f1a0b';
+const RANGE = { start_date: '2024-01-01', end_date: '2024-12-31' };
+
+interface AdminRequest {
+  method: 'POST' | 'DELETE';
+  url: string;
+  payload?: object;
+}
+
+/** One request of each admin route, all about a client that does not exist. */
+const EVERY_ROUTE: AdminRequest[] = [
+  { method: 'POST', url: '/admin/v1/clients', payload: { name: 'Acme' } },
+  { method: 'POST', url: `/admin/v1/clients/${UNKNOWN_UUID}/api-keys` },
+  { method: 'DELETE', url: `/admin/v1/clients/${UNKNOWN_UUID}/api-keys/${UNKNOWN_UUID}` },
+];
+
+/** An admin request with `authorization` (the admin token by default; null: no header). */
+function adminRequest(app: TestApp, request: AdminRequest, authorization: string | null = `Bearer ${ADMIN_TOKEN}`) {
+  return app.inject({ ...request, headers: authorization === null ? {} : { authorization } });
+}
+
+async function countClients(service: TestService): Promise<number> {
+  const [row] = await service.db.query<{ n: number }>('SELECT count(*)::int AS n FROM clients');
+  return row!.n;
+}
+
+describe('admin API', () => {
+  let service: TestService;
+  before(async () => {
+    service = await startService();
+  });
+  after(() => service.close());
+
+  const createClient = (payload: object, authorization?: string) =>
+    adminRequest(service.production, { method: 'POST', url: '/admin/v1/clients', payload }, authorization);
+
+  test('POST /admin/v1/clients creates a client whose key works on the API', async () => {
+    const response = await createClient({ name: 'Acme Ltd' });
+    assert.equal(response.statusCode, 201, response.body);
+    const client = response.json() as Record<string, string>;
+    assert.deepEqual(Object.keys(client).sort(), ['api_key', 'client_id', 'key_id', 'name']);
+    assert.match(client.client_id!, UUID);
+    assert.match(client.key_id!, UUID);
+    assert.equal(client.name, 'Acme Ltd');
+    assert.equal(typeof client.api_key, 'string');
+
+    const headers = { authorization: client.api_key!, 'data-client-id': client.client_id! };
+    const list = await listOrders(service.production, { headers }, RANGE);
+    assert.equal(list.statusCode, 200, list.body);
+
+    const another = (await createClient({ name: 'Acme Ltd' })).json() as Record<string, string>;
+    assert.notEqual(another.client_id, client.client_id, 'names need not be unique; ids are');
+    assert.notEqual(another.api_key, client.api_key);
+  });
+
+  test('POST /admin/v1/clients/{id}/api-keys issues a working key; an unknown client is 404', async () => {
+    const client = await service.createClient();
+    const response = await adminRequest(service.production, {
+      method: 'POST',
+      url: `/admin/v1/clients/${client.client_id}/api-keys`,
+    });
+    assert.equal(response.statusCode, 201, response.body);
+    const key = response.json() as Record<string, string>;
+    assert.deepEqual(Object.keys(key).sort(), ['api_key', 'key_id']);
+    assert.match(key.key_id!, UUID);
+    const list = await listOrders(service.production, { headers: { ...client.headers, authorization: key.api_key! } }, RANGE);
+    assert.equal(list.statusCode, 200, list.body);
+
+    assertErrorEnvelope(await adminRequest(service.production, EVERY_ROUTE[1]!), 404);
+  });
+
+  test('a missing, wrong or malformed admin token is 401 on every admin route, and changes nothing', async () => {
+    const client = await service.createClient();
+    const clients = await countClients(service);
+    const refused = [
+      null,
+      '',
+      ADMIN_TOKEN,
+      `Basic ${ADMIN_TOKEN}`,
+      `Bearer ${ADMIN_TOKEN}x`,
+      `Bearer ${ADMIN_TOKEN.slice(0, -1)}`,
+      'Bearer',
+      `Bearer ${client.api_key}`,
+    ];
+    const ownKey = { method: 'DELETE', url: `/admin/v1/clients/${client.client_id}/api-keys/${client.key_id}` } as const;
+    for (const authorization of refused) {
+      for (const request of [...EVERY_ROUTE, ownKey]) {
+        const response = await adminRequest(service.production, request, authorization);
+        const body = assertErrorEnvelope(response, 401);
+        assert.deepEqual(
+          body.errors?.map((item) => item.loc),
+          ['header/authorization'],
+          `${String(authorization)} on ${request.method} ${request.url}`,
+        );
+      }
+    }
+    assert.equal(await countClients(service), clients);
+    const list = await listOrders(service.production, client, RANGE);
+    assert.equal(list.statusCode, 200, 'the key was not revoked');
+  });
+
+  test('the token is compared whole: text after it is not ignored', async () => {
+    const clients = await countClients(service);
+    for (const authorization of [`Bearer ${ADMIN_TOKEN} trailing`, `Bearer ${ADMIN_TOKEN} ${ADMIN_TOKEN}`]) {
+      assertErrorEnvelope(await createClient({ name: 'Acme' }, authorization), 401);
+    }
+    assert.equal(await countClients(service), clients);
+  });
+
+  test('the Bearer scheme is case-insensitive', async () => {
+    for (const scheme of ['bearer', 'BEARER']) {
+      const response = await createClient({ name: scheme }, `${scheme} ${ADMIN_TOKEN}`);
+      assert.equal(response.statusCode, 201, response.body);
+    }
+  });
+
+  test('an invalid body is 400 naming every problem, and creates nothing', async () => {
+    const clients = await countClients(service);
+    const cases: [object, [string, string][]][] = [
+      [{}, [['body/name', 'required']]],
+      [{ name: '' }, [['body/name', 'min_length']]],
+      [{ name: 42 }, [['body/name', 'type']]],
+      [{ name: null }, [['body/name', 'type']]],
+      [{ name: 'Acme', plan: 'gold' }, [['body/plan', 'additional_property']]],
+      [{ nom: 'Acme' }, [['body/name', 'required'], ['body/nom', 'additional_property']]],
+      [['Acme'], [['body', 'type']]],
+    ];
+    for (const [payload, expected] of cases) {
+      const response = await createClient(payload);
+      const body = assertErrorEnvelope(response, 400);
+      assert.deepEqual(
+        body.errors?.map((item) => [item.loc, item.type]),
+        expected,
+        JSON.stringify(payload),
+      );
+    }
+    assertErrorEnvelope(
+      await service.production.inject({
+        method: 'POST',
+        url: '/admin/v1/clients',
+        headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
+        payload: '{"name": ',
+      }),
+      400,
+    );
+    assert.equal(await countClients(service), clients);
+  });
+
+  test('a malformed client_id or key_id in the path is 400 naming it', async () => {
+    const client = await service.createClient();
+    const cases: [AdminRequest, string][] = [
+      [{ method: 'POST', url: '/admin/v1/clients/abc/api-keys' }, 'path/client_id'],
+      [{ method: 'DELETE', url: `/admin/v1/clients/abc/api-keys/${client.key_id}` }, 'path/client_id'],
+      [{ method: 'DELETE', url: `/admin/v1/clients/${client.client_id}/api-keys/abc` }, 'path/key_id'],
+    ];
+    for (const [request, loc] of cases) {
+      const body = assertErrorEnvelope(await adminRequest(service.production, request), 400);
+      assert.deepEqual(body.errors?.map((item) => [item.loc, item.type]), [[loc, 'format']], request.url);
+    }
+  });
+
+  test('admin routes are never served by the UAT app', async () => {
+    for (const request of EVERY_ROUTE) assertErrorEnvelope(await adminRequest(service.uat, request), 404);
+  });
+});
+
+describe('admin API without ADMIN_TOKEN', () => {
+  let service: TestService;
+  before(async () => {
+    service = await startService({ ADMIN_TOKEN: '' });
+  });
+  after(() => service.close());
+
+  test('an empty ADMIN_TOKEN counts as unset', () => {
+    assert.equal(loadConfig({ ADMIN_TOKEN: '' }).adminToken, undefined);
+    assert.equal(service.config.adminToken, undefined);
+  });
+
+  test('every admin route answers 404, whatever the token', async () => {
+    for (const authorization of [null, 'Bearer ', `Bearer ${ADMIN_TOKEN}`]) {
+      for (const request of EVERY_ROUTE) {
+        assertErrorEnvelope(await adminRequest(service.production, request, authorization), 404);
+      }
+    }
+    assert.equal(await countClients(service), 0);
+  });
+});

@@ -1,0 +1,57 @@
+import assert from 'node:assert/strict';
+import path from 'node:path';
+import { test } from 'node:test';
+import { ConfigError, loadConfig } from '../src/config.js';
+
+test('defaults: ports 8080 and 8081 on 127.0.0.1, embedded store in ./data, no admin API', () => {
+  const config = loadConfig({});
+  assert.deepEqual(config, {
+    host: '127.0.0.1',
+    port: 8080,
+    uatPort: 8081,
+    databaseUrl: undefined,
+    databasePoolSize: 10,
+    dataDir: path.resolve('data'),
+    adminToken: undefined,
+    bodyLimitBytes: 32 * 1024 * 1024,
+    logLevel: 'info',
+  });
+});
+
+test('every variable is read', () => {
+  const config = loadConfig({
+    HOST: '0.0.0.0',
+    PORT: '9000',
+    UAT_PORT: '9001',
+    DATABASE_URL: 'postgres://u@db/x',
+    DATABASE_POOL_SIZE: '4',
+    DATA_DIR: '/tmp/somewhere',
+    ADMIN_TOKEN: 'secret',
+    BODY_LIMIT_BYTES: '1000',
+    LOG_LEVEL: 'warn',
+  });
+  assert.deepEqual(config, {
+    host: '0.0.0.0',
+    port: 9000,
+    uatPort: 9001,
+    databaseUrl: 'postgres://u@db/x',
+    databasePoolSize: 4,
+    dataDir: '/tmp/somewhere',
+    adminToken: 'secret',
+    bodyLimitBytes: 1000,
+    logLevel: 'warn',
+  });
+});
+
+for (const [name, value] of <[string, string][]>[
+  ['PORT', '1e3'],
+  ['PORT', '99999'],
+  ['PORT', '-1'],
+  ['UAT_PORT', 'eighty'],
+  ['DATABASE_POOL_SIZE', '0'],
+  ['BODY_LIMIT_BYTES', '1.5'],
+]) {
+  test(`${name}=${value} is refused with a message naming it`, () => {
+    assert.throws(() => loadConfig({ [name]: value }), (error: Error) => error instanceof ConfigError && error.message.includes(name));
+  });
+}

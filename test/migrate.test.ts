@@ -1,0 +1,71 @@
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import { test } from 'node:test';
+import type { Database } from '../src/db/index.js';
+import { migrate } from '../src/db/migrate.js';
+import { openPostgres } from '../src/db/postgres.js';
+import { createTestDatabase, type TestDatabase } from './helpers.js';
+
+/** Every migration file, by version, in the order they apply. */
+const VERSIONS = fs
+  .readdirSync(new URL('../migrations/', import.meta.url))
+  .filter((name) => name.endsWith('.sql'))
+  .map((name) => name.replace(/\.sql$/, ''))
+  .sort();
+
+async function recordedVersions(db: Database): Promise<string[]> {
+  const rows = await db.query<{ version: string }>('SELECT version FROM schema_migrations ORDER BY version');
+  return rows.map((row) => row.version);
+}
+
+async function withStore(options: { migrated: boolean }, work: (store: TestDatabase) => Promise<void>) {
+  const store = await createTestDatabase(options);
+  try {
+    await work(store);
+  } finally {
+    await store.drop();
+  }
+}
+
+test('there is at least one versioned migration file', () => {
+  assert.ok(VERSIONS.length > 0);
+  for (const version of VERSIONS) assert.match(version, /^\d{4}_[a-z0-9_]+$/);
+});
+
+test('a fresh store gets every migration, in order, once; migrating again applies nothing', async () => {
+  await withStore({ migrated: false }, async ({ db }) => {
+    assert.deepEqual(await migrate(db), { applied: VERSIONS });
+    assert.deepEqual(await recordedVersions(db), VERSIONS);
+    assert.deepEqual(await migrate(db), { applied: [] });
+    assert.deepEqual(await migrate(db), { applied: [] });
+    assert.deepEqual(await recordedVersions(db), VERSIONS);
+    const [row] = await db.query<{ applied_at: Date }>('SELECT min(applied_at) AS applied_at FROM schema_migrations');
+    assert.ok(row!.applied_at instanceof Date);
+  });
+});
+
+test('migrating a migrated store keeps its data', async () => {
+  await withStore({ migrated: true }, async ({ db }) => {
+    await db.query("INSERT INTO clients (client_id, name) VALUES ('6b1f0c1e-2d3a-4e5b-8c6d-7e8f9a0b1c2d', 'kept')");
+    assert.deepEqual(await migrate(db), { applied: [] });
+    assert.deepEqual(await db.query('SELECT name FROM clients'), [{ name: 'kept' }]);
+  });
+});
+
+test(
+  'processes migrating one PostgreSQL database at once all succeed and apply each migration once',
+  { skip: !process.env.DATABASE_URL },
+  async () => {
+    await withStore({ migrated: false }, async ({ url }) => {
+      const handles = Array.from({ length: 4 }, () => openPostgres({ connectionString: url!, poolSize: 1 }));
+      try {
+        const results = await Promise.all(handles.map((db) => migrate(db)));
+        assert.deepEqual(results.flatMap((result) => result.applied).sort(), VERSIONS);
+        assert.equal(results.filter((result) => result.applied.length > 0).length, 1, JSON.stringify(results));
+        assert.deepEqual(await recordedVersions(handles[0]!), VERSIONS);
+      } finally {
+        await Promise.all(handles.map((db) => db.close()));
+      }
+    });
+  },
+);
