@@ -1,14 +1,13 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { buildApp } from '../src/app.js';
 import { loadConfig } from '../src/config.js';
 import { openDatabase, type Database } from '../src/db/index.js';
-import { UUID, createTestDatabase, listOrders, type TestDatabase } from './helpers.js';
+import { UUID, createChildStore, listOrders, pgliteEnv, tempDir, type ChildStore } from './helpers.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const VERSIONS = fs
@@ -49,47 +48,16 @@ async function cliError(env: NodeJS.ProcessEnv, args: string[]): Promise<string>
   return error as string;
 }
 
-/** The environment of a CLI on an embedded store in `dataDir`, whatever this process was given. */
-function pgliteEnv(dataDir: string): NodeJS.ProcessEnv {
-  const { DATABASE_URL: _ignored, ...env } = process.env;
-  return { ...env, DATA_DIR: dataDir, LOG_LEVEL: 'silent' };
-}
-
-function tempDir(): string {
-  return fs.mkdtempSync(path.join(os.tmpdir(), 'tributary-cli-'));
-}
-
 describe('CLI on the configured store', () => {
-  const dataDir = tempDir();
-  /** The PostgreSQL test database, when the suite runs on PostgreSQL. */
-  let postgres: TestDatabase | undefined;
+  let store: ChildStore;
   let env: NodeJS.ProcessEnv;
+  const withStore = (work: (db: Database) => Promise<void>) => store.withStore(work);
 
   before(async () => {
-    env = pgliteEnv(dataDir);
-    if (process.env.DATABASE_URL) {
-      postgres = await createTestDatabase({ migrated: false });
-      env.DATABASE_URL = postgres.url;
-    }
+    store = await createChildStore();
+    env = store.env;
   });
-  after(async () => {
-    await postgres?.drop();
-    fs.rmSync(dataDir, { recursive: true, force: true });
-  });
-
-  /**
-   * Runs `work` on the store the CLI uses. The embedded one is opened only now: the CLI has
-   * closed it, and a data directory is open in one process at a time.
-   */
-  async function withStore(work: (db: Database) => Promise<void>) {
-    if (postgres) return work(postgres.db);
-    const db = await openDatabase({ dataDir, databaseUrl: undefined, databasePoolSize: 1 });
-    try {
-      await work(db);
-    } finally {
-      await db.close();
-    }
-  }
+  after(() => store.cleanup());
 
   /** The status of GET /v2/orders with these credentials, on an app over the CLI's store. */
   async function apiStatus(db: Database, credentials: { client_id: string; api_key: string }): Promise<number> {

@@ -1,10 +1,13 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import type { LightMyRequestResponse } from 'fastify';
 import pg from 'pg';
 import { buildApp } from '../src/app.js';
 import { loadConfig, type Config } from '../src/config.js';
-import type { Database } from '../src/db/index.js';
+import { openDatabase, type Database } from '../src/db/index.js';
 import { migrate } from '../src/db/migrate.js';
 import { openPglite } from '../src/db/pglite.js';
 import { openPostgres } from '../src/db/postgres.js';
@@ -50,6 +53,52 @@ export async function createTestDatabase({ migrated = true }: { migrated?: boole
       await cleanup.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
       await cleanup.end();
     },
+  };
+}
+
+/** A store for a child process (the CLI, a server) and a way to open it in the test process. */
+export interface ChildStore {
+  /** The child's whole environment: this process's, with the store's DATA_DIR or DATABASE_URL. */
+  env: NodeJS.ProcessEnv;
+  /** Runs `work` on the store; the embedded one only opens once the child has let it go. */
+  withStore<T>(work: (db: Database) => Promise<T>): Promise<T>;
+  cleanup(): Promise<void>;
+}
+
+export const tempDir = () => fs.mkdtempSync(path.join(os.tmpdir(), 'tributary-test-'));
+
+/** The child's environment for an embedded store in `dataDir`, whatever this process was given. */
+export function pgliteEnv(dataDir: string): NodeJS.ProcessEnv {
+  const { DATABASE_URL: _ignored, ...env } = process.env;
+  return { ...env, DATA_DIR: dataDir, LOG_LEVEL: 'silent' };
+}
+
+/** An empty, unmigrated store of the kind the suite runs on, for a child process. */
+export async function createChildStore(): Promise<ChildStore> {
+  const dataDir = tempDir();
+  const removeDataDir = async () => fs.rmSync(dataDir, { recursive: true, force: true });
+  if (process.env.DATABASE_URL) {
+    const postgres = await createTestDatabase({ migrated: false });
+    return {
+      env: { ...pgliteEnv(dataDir), DATABASE_URL: postgres.url },
+      withStore: (work) => work(postgres.db),
+      cleanup: async () => {
+        await postgres.drop();
+        await removeDataDir();
+      },
+    };
+  }
+  return {
+    env: pgliteEnv(dataDir),
+    async withStore(work) {
+      const db = await openDatabase({ dataDir, databaseUrl: undefined, databasePoolSize: 1 });
+      try {
+        return await work(db);
+      } finally {
+        await db.close();
+      }
+    },
+    cleanup: removeDataDir,
   };
 }
 

@@ -120,6 +120,12 @@ describe('HTTP behaviour', () => {
       assert.deepEqual(Object.keys(document.paths['/v2/orders'] ?? {}).sort(), ['get', 'post'], Object.keys(document.paths).join());
       assert.deepEqual(Object.keys(document.paths['/v2/orders/aliases'] ?? {}), ['post']);
       assert.equal(document.paths['/healthz'], undefined);
+      const list = document.paths['/v2/orders']!.get as { parameters: { name: string; required: boolean }[]; security: unknown };
+      assert.deepEqual(
+        list.parameters.map(({ name, required }) => [name, required]),
+        [['start_date', true], ['end_date', true], ['page', false], ['page_size', false]],
+      );
+      assert.deepEqual(list.security, [{ api_key: [], client_id: [] }]);
     });
 
     test('the UAT document does not list the admin API', async () => {

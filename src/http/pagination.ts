@@ -5,9 +5,14 @@ export const MAX_PAGE_SIZE = 1000;
 export const MAX_PAGE = 1_000_000_000;
 
 export const PageQuery = Type.Object({
-  page: Type.Integer({ minimum: 1, maximum: MAX_PAGE, default: 1, description: 'Page number, from 1.' }),
-  page_size: Type.Integer({ minimum: 1, maximum: MAX_PAGE_SIZE, default: MAX_PAGE_SIZE }),
+  page: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_PAGE, default: 1, description: 'Page number, from 1.' })),
+  page_size: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_PAGE_SIZE, default: MAX_PAGE_SIZE })),
 });
+
+/** The page asked for; the validator has filled in the defaults. */
+export function pageRequested(query: { page?: number; page_size?: number }): { page: number; pageSize: number } {
+  return { page: query.page ?? 1, pageSize: query.page_size ?? MAX_PAGE_SIZE };
+}
 
 export function pageOf<T extends TSchema>(item: T) {
   return Type.Object({

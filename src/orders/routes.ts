@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { ApiError, invalidRequest } from '../http/errors.js';
-import { pageInfo } from '../http/pagination.js';
+import { pageInfo, pageRequested } from '../http/pagination.js';
 import { ErrorEnvelope } from '../http/schemas.js';
 import {
   AliasConflictError,
@@ -117,15 +117,16 @@ export const orderRoutes: FastifyPluginAsyncTypebox<{ orders: OrderRepository }>
       },
     },
     async (request, reply) => {
-      const { start_date, end_date, page, page_size } = request.query;
+      const { start_date, end_date } = request.query;
+      const { page, pageSize } = pageRequested(request.query);
       if (start_date > end_date) {
         throw invalidRequest([{ loc: 'query/end_date', msg: 'Must not be before start_date', type: 'range' }]);
       }
       const { orders: rows, total } = request.tenant.dryRun
         ? { orders: [], total: 0 }
-        : await orders.list(request.tenant, { start: start_date, end: end_date }, page, page_size);
+        : await orders.list(request.tenant, { start: start_date, end: end_date }, page, pageSize);
       // The orders arrive as JSON text; splicing them in keeps their decimals exactly as stored.
-      const info = JSON.stringify(pageInfo(page, page_size, total)).slice(1);
+      const info = JSON.stringify(pageInfo(page, pageSize, total)).slice(1);
       const body = `{"data":[${rows.join(',')}],${info}`;
       return reply.type('application/json').send(body as never);
     },

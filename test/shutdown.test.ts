@@ -1,0 +1,78 @@
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import http from 'node:http';
+import { after, before, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { freePort } from '../bench/server.js';
+import { ADMIN_TOKEN, createChildStore, minimalOrder, type ChildStore } from './helpers.js';
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+
+let store: ChildStore;
+let server: ChildProcess;
+let port: number;
+const logLines: string[] = [];
+
+/** Resolves once the server has logged a line containing `text`. */
+async function logged(text: string, timeoutMs = 30_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!logLines.some((line) => line.includes(text))) {
+    if (Date.now() > deadline) throw new Error(`the server never logged "${text}":\n${logLines.join('\n')}`);
+    await once(server.stdout!, 'data');
+  }
+}
+
+before(async () => {
+  store = await createChildStore();
+  port = await freePort();
+  server = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'serve'], {
+    cwd: ROOT,
+    env: { ...store.env, PORT: String(port), UAT_PORT: String(await freePort()), ADMIN_TOKEN, LOG_LEVEL: 'info' },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  server.stdout!.setEncoding('utf8').on('data', (chunk: string) => logLines.push(...chunk.split('\n')));
+  await logged('tributary is ready');
+});
+after(async () => {
+  if (server.exitCode === null) server.kill('SIGKILL');
+  await store.cleanup();
+});
+
+test('SIGTERM stops accepting, finishes the request in flight, then closes the store and exits 0', async () => {
+  const created = await fetch(`http://127.0.0.1:${port}/admin/v1/clients`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ name: 'Acme' }),
+  });
+  const { client_id, api_key } = (await created.json()) as Record<string, string>;
+  const body = Buffer.from(JSON.stringify(Array.from({ length: 1000 }, (_, i) => minimalOrder(`o-${i}`))));
+
+  // A request the server has begun to read: headers and half of the body.
+  const request = http.request({
+    port,
+    method: 'POST',
+    path: '/v2/orders',
+    headers: { authorization: api_key, 'data-client-id': client_id, 'content-type': 'application/json', 'content-length': body.length },
+  });
+  const response = once(request, 'response') as Promise<[http.IncomingMessage]>;
+  request.write(body.subarray(0, body.length / 2));
+  await logged('"route":"/admin/v1/clients"'); // the server is serving requests
+  await new Promise((resolve) => setTimeout(resolve, 200)); // let the half body cross loopback
+
+  server.kill('SIGTERM');
+  await logged('shutting down');
+  await assert.rejects(fetch(`http://127.0.0.1:${port}/healthz`), 'a new connection is refused');
+
+  request.end(body.subarray(body.length / 2));
+  const [answer] = await response;
+  let text = '';
+  for await (const chunk of answer) text += chunk;
+  assert.equal(answer.statusCode, 200, text);
+  assert.equal(JSON.parse(text).inserted, 1000);
+
+  const [code] = (await once(server, 'exit')) as [number];
+  assert.equal(code, 0);
+  const [row] = await store.withStore((db) => db.query<{ n: number }>('SELECT count(*)::int AS n FROM orders'));
+  assert.equal(row?.n, 1000, 'the in-flight batch was stored whole');
+});
