@@ -1,6 +1,7 @@
 -- Every table is keyed by client first, so the schema can be distributed by client_id
 -- (Citus) without a rewrite. Orders and aliases are kept per environment: production data
--- and UAT data never mix.
+-- and UAT data never mix. Identifiers compare byte by byte (COLLATE "C"): their order does
+-- not depend on the server's locale, and comparing them is cheaper.
 
 CREATE FUNCTION utc_iso(ts timestamptz) RETURNS text
   LANGUAGE sql IMMUTABLE PARALLEL SAFE
@@ -24,14 +25,8 @@ CREATE TABLE api_keys (
 CREATE TABLE orders (
   client_id        uuid NOT NULL REFERENCES clients (client_id) ON DELETE CASCADE,
   environment      text NOT NULL CHECK (environment IN ('production', 'uat')),
-  order_id         text NOT NULL,
-  customer_id      text NOT NULL,
+  order_id         text COLLATE "C" NOT NULL,
   time_of_purchase timestamptz NOT NULL,
-  currency         text NOT NULL,
-  purchase_total   numeric NOT NULL,
-  tax              numeric NOT NULL,
-  shipping_cost    numeric NOT NULL,
-  discount_amount  numeric,
   body             jsonb NOT NULL,     -- the order as sent, less alternate_order_ids
   created_at       timestamptz NOT NULL,
   updated_at       timestamptz NOT NULL,
@@ -43,9 +38,9 @@ CREATE INDEX orders_by_time_of_purchase ON orders (client_id, environment, time_
 CREATE TABLE order_aliases (
   client_id   uuid NOT NULL,
   environment text NOT NULL,
-  alias_type  text NOT NULL,
-  alias_id    text NOT NULL,
-  order_id    text NOT NULL,
+  alias_type  text COLLATE "C" NOT NULL,
+  alias_id    text COLLATE "C" NOT NULL,
+  order_id    text COLLATE "C" NOT NULL,
   created_at  timestamptz NOT NULL DEFAULT now(),
   PRIMARY KEY (client_id, environment, alias_type, alias_id),
   FOREIGN KEY (client_id, environment, order_id) REFERENCES orders ON DELETE CASCADE

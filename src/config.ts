@@ -29,10 +29,20 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     databaseUrl: env.DATABASE_URL || undefined,
     databasePoolSize: integer(env, 'DATABASE_POOL_SIZE', 10, { min: 1 }),
     dataDir,
-    adminToken: env.ADMIN_TOKEN || undefined,
+    adminToken: adminToken(env.ADMIN_TOKEN),
     bodyLimitBytes: integer(env, 'BODY_LIMIT_BYTES', 32 * MIB, { min: 1 }),
     logLevel: env.LOG_LEVEL || 'info',
   };
+}
+
+const MIN_ADMIN_TOKEN_LENGTH = 16;
+
+function adminToken(token: string | undefined): string | undefined {
+  if (!token) return undefined;
+  if (token.length < MIN_ADMIN_TOKEN_LENGTH) {
+    throw new ConfigError(`ADMIN_TOKEN must be at least ${MIN_ADMIN_TOKEN_LENGTH} characters long`);
+  }
+  return token;
 }
 
 function integer(

@@ -82,6 +82,19 @@ describe('admin API', () => {
     assertErrorEnvelope(await adminRequest(service.production, EVERY_ROUTE[1]!), 404);
   });
 
+  test('routes without a body take a Content-Type: application/json and no body', async () => {
+    const client = await service.createClient();
+    const headers = { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' };
+    const issued = await service.production.inject({ method: 'POST', url: `/admin/v1/clients/${client.client_id}/api-keys`, headers });
+    assert.equal(issued.statusCode, 201, issued.body);
+    const revoked = await service.production.inject({
+      method: 'DELETE',
+      url: `/admin/v1/clients/${client.client_id}/api-keys/${issued.json().key_id}`,
+      headers,
+    });
+    assert.equal(revoked.statusCode, 204, revoked.body);
+  });
+
   test('a missing, wrong or malformed admin token is 401 on every admin route, and changes nothing', async () => {
     const client = await service.createClient();
     const clients = await countClients(service);
@@ -132,6 +145,8 @@ describe('admin API', () => {
     const cases: [object, [string, string][]][] = [
       [{}, [['body/name', 'required']]],
       [{ name: '' }, [['body/name', 'min_length']]],
+      [{ name: '  \t ' }, [['body/name', 'pattern']]],
+      [{ name: 'x'.repeat(201) }, [['body/name', 'max_length']]],
       [{ name: 42 }, [['body/name', 'type']]],
       [{ name: null }, [['body/name', 'type']]],
       [{ name: 'Acme', plan: 'gold' }, [['body/plan', 'additional_property']]],

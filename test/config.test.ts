@@ -26,7 +26,7 @@ test('every variable is read', () => {
     DATABASE_URL: 'postgres://u@db/x',
     DATABASE_POOL_SIZE: '4',
     DATA_DIR: '/tmp/somewhere',
-    ADMIN_TOKEN: 'secret',
+    ADMIN_TOKEN: 'a-secret-of-24-characters',
     BODY_LIMIT_BYTES: '1000',
     LOG_LEVEL: 'warn',
   });
@@ -37,7 +37,7 @@ test('every variable is read', () => {
     databaseUrl: 'postgres://u@db/x',
     databasePoolSize: 4,
     dataDir: '/tmp/somewhere',
-    adminToken: 'secret',
+    adminToken: 'a-secret-of-24-characters',
     bodyLimitBytes: 1000,
     logLevel: 'warn',
   });
@@ -50,6 +50,7 @@ for (const [name, value] of <[string, string][]>[
   ['UAT_PORT', 'eighty'],
   ['DATABASE_POOL_SIZE', '0'],
   ['BODY_LIMIT_BYTES', '1.5'],
+  ['ADMIN_TOKEN', 'short-secret'],
 ]) {
   test(`${name}=${value} is refused with a message naming it`, () => {
     assert.throws(() => loadConfig({ [name]: value }), (error: Error) => error instanceof ConfigError && error.message.includes(name));

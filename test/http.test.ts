@@ -100,6 +100,9 @@ describe('HTTP behaviour', () => {
         payload: [minimalOrder('echo')],
       });
       assert.equal(upsert.json().request_id, id);
+      const upper = randomUUID().toUpperCase();
+      const echoed = await service.production.inject({ method: 'GET', url: '/healthz', headers: { 'x-request-id': upper } });
+      assert.equal(echoed.headers['x-request-id'], upper, 'echoed exactly as sent');
     });
 
     test('a malformed incoming X-Request-Id is replaced by a new UUID', async () => {
@@ -147,6 +150,23 @@ describe('HTTP behaviour', () => {
     test('a malformed URL is 400 with the envelope', async () => {
       for (const url of ['/v2/orders/%zz', '/admin/v1/clients/%E0%A4%A/api-keys']) {
         assertErrorEnvelope(await service.production.inject({ method: 'GET', url, headers: client.headers }), 400);
+      }
+    });
+
+    test('a UTF-8 byte-order mark before the JSON is accepted and not stored', async () => {
+      const response = await postRaw(service, client, `\uFEFF${JSON.stringify([minimalOrder('with-bom')])}`);
+      assert.equal(response.statusCode, 200, response.body);
+      const page = (await listOrders(service.production, client, RANGE)).json() as { data: { order_id: string }[] };
+      assert.ok(page.data.some((order) => order.order_id === 'with-bom'));
+    });
+
+    test('JSON in a charset other than UTF-8 is 415, and UTF-8 spelt either way is fine', async () => {
+      const body = JSON.stringify([minimalOrder('charset')]);
+      for (const charset of ['latin1', 'utf-16', 'ISO-8859-1']) {
+        await refusedAndNothingStored(415, () => postRaw(service, client, body, `application/json; charset=${charset}`));
+      }
+      for (const charset of ['utf-8', 'UTF8', '"utf-8"']) {
+        assert.equal((await postRaw(service, client, body, `application/json; charset=${charset}`)).statusCode, 200);
       }
     });
 
@@ -257,5 +277,18 @@ describe('body size limit', () => {
     assert.match(body.message, /1000/);
     assert.equal(await orderCount(service), 0);
     assert.equal((await postRaw(service, client, small)).statusCode, 200);
+  });
+});
+
+describe('shutting down', () => {
+  test('a request arriving while the app closes is 503 with the envelope and Retry-After', async () => {
+    const service = await startService();
+    const closing = service.production.close();
+    const response = await service.production.inject({ method: 'GET', url: '/healthz' });
+    await closing;
+    const body = assertErrorEnvelope(response, 503);
+    assert.match(body.message, /shutting down/);
+    assert.equal(response.headers['retry-after'], '1');
+    await service.close();
   });
 });

@@ -148,15 +148,20 @@ describe('upsert', () => {
     assert.deepEqual(page.data[0]!.alternate_order_ids, [{ type: 't', id: 'shared' }]);
   });
 
-  test('refuses two orders of one batch claiming the same alias', async () => {
+  test('refuses two orders of one batch claiming the same alias, on UAT test credentials too', async () => {
     const client = await service.createClient();
-    const errors = await rejected(client, [
+    const batch = [
       minimalOrder('a', { alternate_order_ids: [{ type: 't', id: 'x' }] }),
-      minimalOrder('b', { alternate_order_ids: [{ type: 't', id: 'x' }] }),
-    ]);
-    assert.equal(errors.length, 1);
-    assert.equal(errors[0]!.type, 'alias_conflict');
+      minimalOrder('b', { alternate_order_ids: [{ type: 't', id: 'y' }, { type: 't', id: 'x' }] }),
+    ];
+    const expected = [
+      { loc: 'body/1/alternate_order_ids/1', msg: 'Alias t x is given for order a too in this request', type: 'alias_conflict', order_id: 'b' },
+    ];
+    assert.deepEqual(await rejected(client, batch), expected);
     assert.equal((await storedOrders(client)).total_count, 0);
+    const dryRun = await postOrders(service.uat, { headers: { authorization: 'None', 'data-client-id': 'test' } }, batch);
+    assert.equal(dryRun.statusCode, 400, dryRun.body);
+    assert.deepEqual(dryRun.json().errors, expected);
   });
 
   test('keeps amounts as exact decimals', async () => {
@@ -166,7 +171,7 @@ describe('upsert', () => {
     const page = await storedOrders(client);
     for (const field of Object.keys(amounts)) assert.equal(page.data[0]![field], amounts[field as keyof typeof amounts]);
     const [sums] = await service.db.query<{ tax: string; total: string }>(
-      'SELECT sum(tax)::text AS tax, sum(purchase_total)::text AS total FROM orders WHERE client_id = $1',
+      "SELECT sum((body->>'tax')::numeric)::text AS tax, sum((body->>'purchase_total')::numeric)::text AS total FROM orders WHERE client_id = $1",
       [client.client_id],
     );
     assert.deepEqual(sums, { tax: '0.3', total: '24691357802469.12' });
@@ -191,7 +196,18 @@ describe('timestamps', () => {
     });
   }
 
-  const refused = ['2024-03-08T01:23:45', '2024-03-08 01:23:45Z', '2023-02-29T00:00:00Z', '2024-13-01T00:00:00Z', '2024-03-08T24:00:00Z', '2024-03-08', 'yesterday', '2024-03-08T01:23:45+2400'];
+  const refused = [
+    '2024-03-08T01:23:45',
+    '2024-03-08 01:23:45Z',
+    '2023-02-29T00:00:00Z',
+    '2024-13-01T00:00:00Z',
+    '2024-03-08T24:00:00Z',
+    '2024-03-08',
+    'yesterday',
+    '2024-03-08T01:23:45+2400',
+    '2024-03-08T01:23:45+16:00', // beyond what PostgreSQL stores
+    '0000-03-08T01:23:45Z', // there is no year 0
+  ];
   for (const value of refused) {
     test(`refuses ${value}`, () =>
       rejectedWith(minimalOrder('o', { time_of_purchase: value }), { loc: 'time_of_purchase', type: 'format' }));
@@ -395,6 +411,44 @@ describe('field rules', () => {
     });
   }
 
+  test('ids and alias parts longer than 255 characters are refused (they are index keys)', async () => {
+    const long = 'x'.repeat(256);
+    await rejectedWith(minimalOrder(long), { loc: 'order_id', msg: 'Must be at most 255 characters long', type: 'max_length' });
+    await rejectedWith(minimalOrder('o', { alternate_order_ids: [{ type: long, id: '1' }] }), { loc: 'alternate_order_ids/0/type', type: 'max_length' });
+    await rejectedWith(minimalOrder('o', { alternate_order_ids: [{ type: 't', id: long }] }), { loc: 'alternate_order_ids/0/id', type: 'max_length' });
+    const client = await service.createClient();
+    const multibyte = '€'.repeat(255); // 765 bytes
+    const order = minimalOrder(multibyte, { alternate_order_ids: [{ type: multibyte, id: multibyte }] });
+    assert.equal((await postOrders(service.production, client, [order])).statusCode, 200);
+  });
+
+  test('an amount above the maximum by less than a binary float can tell is refused', async () => {
+    const client = await service.createClient();
+    const send = (app: typeof service.production, headers: Record<string, string>, text: string) =>
+      app.inject({ method: 'POST', url: '/v2/orders', headers: { ...headers, 'content-type': 'application/json' }, payload: text });
+    const order = JSON.stringify([
+      minimalOrder('o', { purchase_total: 12, products: [{ id: 'p', name: 'P', quantity: 1, price: 7 }] }),
+    ]);
+    const over = order.replace('"purchase_total":12', '"purchase_total":100000000000000.001').replace('"price":7', '"price":100000000000000.0000001');
+    for (const [app, headers] of [
+      [service.production, client.headers],
+      [service.uat, { authorization: 'None', 'data-client-id': 'test' }],
+    ] as const) {
+      const response = await send(app, headers, over);
+      assert.equal(response.statusCode, 400, response.body);
+      assert.deepEqual(
+        response.json().errors.map(({ loc, type, order_id }: ErrorItem) => ({ loc, type, order_id })).sort((a: ErrorItem, b: ErrorItem) => a.loc.localeCompare(b.loc)),
+        [
+          { loc: 'body/0/products/0/price', type: 'maximum', order_id: 'o' },
+          { loc: 'body/0/purchase_total', type: 'maximum', order_id: 'o' },
+        ],
+      );
+    }
+    assert.equal((await storedOrders(client)).total_count, 0);
+    const exact = order.replace('"purchase_total":12', '"purchase_total":100000000000000.000');
+    assert.equal((await send(service.production, client.headers, exact)).statusCode, 200);
+  });
+
   test('numbers are never taken from strings', () => rejectedWith(minimalOrder('o', { tax: '1' }), { loc: 'tax', msg: 'Must be a number', type: 'type' }));
 
   test('an overflowing number is refused', async () => {
@@ -525,6 +579,22 @@ describe('warnings for "should" rules', () => {
     for (const warning of response.json().warnings) assert.ok(warning.msg.length > 10);
     assert.equal((await storedOrders(client)).total_count, 3);
   });
+});
+
+test('a refund without a variant is measured against every variant of its product', async () => {
+  const client = await service.createClient();
+  const refund = { product_id: 'p', refund_amount: 1, refund_cost: 0, refund_made_at: '2024-03-09T00:00:00Z' };
+  const products = [
+    { id: 'p', name: 'P', quantity: 1, price: 1, variant_id: 'a' },
+    { id: 'p', name: 'P', quantity: 5, price: 1, variant_id: 'b' },
+  ];
+  const response = await postOrders(service.production, client, [
+    minimalOrder('within', { products, refunds: [{ ...refund, quantity: 6 }] }),
+    minimalOrder('beyond', { products, refunds: [{ ...refund, quantity: 7 }] }),
+  ]);
+  assert.deepEqual(response.json().warnings, [
+    { order_id: 'beyond', loc: 'body/1/refunds/0/quantity', msg: 'Refunds more units than were ordered (6)' },
+  ]);
 });
 
 describe('listing', () => {

@@ -23,7 +23,7 @@ export interface Database extends Queryable {
 const RETRYABLE = new Set(['40001', '40P01']);
 const MAX_ATTEMPTS = 5;
 
-export function isRetryable(error: unknown): boolean {
+function isRetryable(error: unknown): boolean {
   return RETRYABLE.has((error as { code?: string } | null)?.code ?? '');
 }
 

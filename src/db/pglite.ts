@@ -44,20 +44,24 @@ export class DataDirInUseError extends Error {}
 function lockDataDir(dataDir: string): () => void {
   fs.mkdirSync(dataDir, { recursive: true });
   const lockFile = path.join(dataDir, 'tributary.pid');
-  try {
-    fs.writeFileSync(lockFile, String(process.pid), { flag: 'wx' });
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+  for (let attempt = 0; ; attempt++) {
+    try {
+      // 'wx' creates the file only if it does not exist: of two processes, one wins.
+      fs.writeFileSync(lockFile, String(process.pid), { flag: 'wx' });
+      return () => fs.rmSync(lockFile, { force: true });
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+    }
     const holder = Number(fs.readFileSync(lockFile, 'utf8'));
-    if (holder !== process.pid && isAlive(holder)) {
+    if (attempt > 0 || isAlive(holder)) {
       throw new DataDirInUseError(
-        `The embedded store in ${dataDir} is open in process ${holder}. Stop that process first, ` +
+        `The embedded store in ${dataDir} is open in process ${holder || '(unknown)'}. Stop that process first, ` +
           'or use the admin API of the running server.',
       );
     }
-    fs.writeFileSync(lockFile, String(process.pid));
+    // Left by a process that died: remove it and race for it once more.
+    fs.rmSync(lockFile, { force: true });
   }
-  return () => fs.rmSync(lockFile, { force: true });
 }
 
 function isAlive(pid: number): boolean {

@@ -18,16 +18,24 @@ export function openPostgres({ connectionString, poolSize }: PostgresOptions): D
     transaction<T>(work: (tx: Queryable) => Promise<T>) {
       return withRetry(async () => {
         const client = await pool.connect();
+        // A connection lost mid-transaction makes the pending query fail; without a listener the
+        // client's 'error' event would also crash the process.
+        const ignore = () => {};
+        client.on('error', ignore);
+        let broken: Error | undefined;
         try {
           await client.query('BEGIN');
           const result = await work(queryable(client));
           await client.query('COMMIT');
           return result;
         } catch (error) {
-          await client.query('ROLLBACK').catch(() => {});
+          await client.query('ROLLBACK').catch((rollbackError: Error) => {
+            broken = rollbackError;
+          });
           throw error;
         } finally {
-          client.release();
+          client.off('error', ignore);
+          client.release(broken); // a client that could not roll back is discarded, not reused
         }
       });
     },

@@ -52,13 +52,40 @@ const FRAMEWORK_MESSAGES: Record<string, (error: FastifyError, request: FastifyR
   FST_ERR_CTP_INVALID_CONTENT_LENGTH: () => 'Content-Length does not match the body sent',
 };
 
-function isDataException(error: unknown): boolean {
-  // SQLSTATE class 22: a value the database cannot hold (out of range, bad encoding, ...).
+/**
+ * What a database error says about the request, when it is the request's fault: validation
+ * should have caught it first, so this is a safety net that keeps such input from being a 500.
+ */
+function requestProblem(error: unknown): string | undefined {
   const code = (error as { code?: unknown }).code;
-  return typeof code === 'string' && code.startsWith('22') && code.length === 5;
+  if (typeof code !== 'string' || code.length !== 5) return undefined;
+  if (code.startsWith('22')) return 'A value in the request cannot be stored'; // data exception
+  if (code === '54000') return 'A value in the request is too long to be stored'; // program limit exceeded
+  return undefined;
+}
+
+/**
+ * The `order_id` of the innermost order (or alias) on the path `pointer` into `body`, so that a
+ * caller can tell which order of a batch failed without counting array positions.
+ */
+function orderIdAt(body: unknown, pointer: string): string | undefined {
+  let orderId: string | undefined;
+  let node = body;
+  for (const segment of ['', ...pointer.split('/').slice(1)]) {
+    if (segment) node = (node as Record<string, unknown>)[segment.replace(/~1/g, '/').replace(/~0/g, '~')];
+    if (typeof node !== 'object' || node === null) break;
+    const { order_id } = node as { order_id?: unknown };
+    if (typeof order_id === 'string') orderId = order_id;
+  }
+  return orderId;
 }
 
 export function sendError(reply: FastifyReply, status: number, message: string, errors: ErrorItem[] | null = null) {
+  for (const item of errors ?? []) {
+    if (item.order_id !== undefined || !item.loc.startsWith('body')) continue;
+    const orderId = orderIdAt(reply.request.body, item.loc.slice('body'.length));
+    if (orderId !== undefined) item.order_id = orderId;
+  }
   const body: ErrorEnvelope = { message, errors, request_id: reply.request.id };
   return reply.code(status).type('application/json').send(body);
 }
@@ -71,9 +98,7 @@ export function registerErrorHandling(app: FastifyInstance) {
       return sendError(reply, error.statusCode, error.message, error.errors);
     }
     if (error.validation) {
-      const part = partOf(error.validationContext);
-      const data = part === 'body' ? request.body : part === 'query' ? request.query : request.params;
-      const errors = toErrorItems(error.validation as never, part, data);
+      const errors = toErrorItems(error.validation as never, partOf(error.validationContext));
       const status = request.routeOptions.config.validationStatus ?? 400;
       return sendError(reply, status, invalidRequestMessage(errors), errors);
     }
@@ -82,9 +107,10 @@ export function registerErrorHandling(app: FastifyInstance) {
       const message = FRAMEWORK_MESSAGES[error.code]?.(error, request) ?? error.message;
       return sendError(reply, status, message);
     }
-    if (isDataException(error)) {
-      request.log.warn({ code: (error as { code?: string }).code }, 'value rejected by the database');
-      return sendError(reply, request.routeOptions.config.validationStatus ?? 400, 'A value in the request cannot be stored');
+    const problem = requestProblem(error);
+    if (problem) {
+      request.log.warn({ err: error }, 'value rejected by the database');
+      return sendError(reply, request.routeOptions.config.validationStatus ?? 400, problem);
     }
     request.log.error({ err: error }, 'request failed');
     return sendError(reply, 500, 'Internal server error');

@@ -1,40 +1,40 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import secureJson from 'secure-json-parse';
 import { ApiError } from './errors.js';
+import { pointersWhere } from './json-pointers.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
-    /** The JSON body exactly as received, for handlers that store it without re-encoding. */
+    /** The JSON body exactly as received (less a byte-order mark), for handlers that store it as is. */
     rawBody?: string;
   }
 }
 
-/**
- * PostgreSQL text cannot hold U+0000 nor half of a surrogate pair, and JSON can spell both as
- * escapes; such strings are refused here rather than failing later in the database.
- */
-function findUnstorableString(root: unknown): string | undefined {
-  const unstorable = (text: string) => text.includes('\u0000') || !text.isWellFormed();
-  // An explicit stack: the depth of a client's JSON must not decide the depth of ours.
-  const pending: [unknown, string][] = [[root, '']];
-  for (let next = pending.pop(); next; next = pending.pop()) {
-    const [value, pointer] = next;
-    if (typeof value === 'string' && unstorable(value)) return pointer;
-    if (typeof value !== 'object' || value === null) continue;
-    for (const [key, child] of Object.entries(value)) {
-      if (unstorable(key)) return pointer;
-      pending.push([child, `${pointer}/${key.replace(/~/g, '~0').replace(/\//g, '~1')}`]);
-    }
-  }
-  return undefined;
+const BYTE_ORDER_MARK = '\uFEFF';
+const UTF8 = /^utf-?8$/i;
+
+/** PostgreSQL text can hold neither U+0000 nor half of a surrogate pair; JSON can spell both. */
+const unstorable = (value: unknown) => typeof value === 'string' && (value.includes('\u0000') || !value.isWellFormed());
+
+function charsetOf(request: FastifyRequest): string | undefined {
+  return /;\s*charset\s*=\s*"?([^";\s]+)/i.exec(request.headers['content-type'] ?? '')?.[1];
 }
 
 /** JSON is the only body the API takes; any other content type is answered 415. */
 export function registerJsonBody(app: FastifyInstance) {
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, text, done) => {
-    const body = text as string;
-    if (body.length === 0) return done(new ApiError(400, 'Request body is empty; send a JSON document'), undefined);
+    const fail = (status: number, message: string, errors: ApiError['errors'] = null) =>
+      done(new ApiError(status, message, errors), undefined);
+    const charset = charsetOf(request);
+    if (charset !== undefined && !UTF8.test(charset)) return fail(415, `JSON must be sent as UTF-8, not ${charset}`);
+
+    const body = (text as string).startsWith(BYTE_ORDER_MARK) ? (text as string).slice(1) : (text as string);
+    if (body.length === 0) {
+      // Clients that always send a Content-Type may send no body to a route that takes none.
+      if (!request.routeOptions.schema?.body) return done(null, undefined);
+      return fail(400, 'Request body is empty; send a JSON document');
+    }
     let value: unknown;
     try {
       value = secureJson.parse(body, null, { protoAction: 'error', constructorAction: 'error' });
@@ -43,15 +43,14 @@ export function registerJsonBody(app: FastifyInstance) {
       const message = /forbidden prototype property/.test((error as Error).message)
         ? 'Request body must not contain __proto__ or constructor.prototype keys'
         : `Request body is not valid JSON: ${(error as Error).message}`;
-      return done(new ApiError(400, message), undefined);
+      return fail(400, message);
     }
-    const unstorable = body.includes('\\u') ? findUnstorableString(value) : undefined;
-    if (unstorable !== undefined) {
-      return done(
-        new ApiError(400, 'Request body has a string the service cannot store', [
-          { loc: `body${unstorable}`, msg: 'Must not contain NUL characters or unpaired surrogates', type: 'invalid_string' },
-        ]),
-        undefined,
+    const unstorableAt = body.includes('\\u') ? pointersWhere(value, unstorable) : [];
+    if (unstorableAt.length > 0) {
+      return fail(
+        request.routeOptions.config.validationStatus ?? 400,
+        'Request body has strings the service cannot store',
+        unstorableAt.map((pointer) => ({ loc: `body${pointer}`, msg: 'Must not contain NUL characters or unpaired surrogates', type: 'invalid_string' })),
       );
     }
     request.rawBody = body;

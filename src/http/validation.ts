@@ -2,6 +2,7 @@ import net from 'node:net';
 import { Ajv, type AnySchemaObject, type ErrorObject, type KeywordDefinition, type SchemaObject } from 'ajv';
 import addFormatsPlugin from 'ajv-formats';
 import type { FastifySchemaCompiler } from 'fastify';
+import { isDate, isDateTime, isWholeHour } from '../date-time.js';
 import type { ErrorItem } from './errors.js';
 
 /**
@@ -9,20 +10,22 @@ import type { ErrorItem } from './errors.js';
  * OpenAPI document shows them (as `x-` extensions) and one compiled validator reports them all.
  *
  * - `x-messages`: `{ <keyword>: <message> }`, the message to report when that keyword of this
- *   schema fails (the specification's own wording, where it gives one).
+ *   schema fails (the specification's own wording, where it gives one); or
+ *   `{ <keyword>: { msg, type } }` to report another error type code as well.
  * - `x-unique-by`: on an array of objects, the properties that together must not repeat.
  * - `x-exclusive`: on an object, pairs of properties that must not both be present.
  * - `x-distinct`: on an object, two properties that must not hold the same value.
  */
-type Messages = Record<string, string>;
+type Messages = Record<string, string | { msg: string; type: string }>;
 
 // ajv-formats is CommonJS; its type declarations describe the ESM default export one level down.
 const addFormats = addFormatsPlugin as unknown as typeof addFormatsPlugin.default;
 
 const MESSAGES = 'x-messages';
 
-function customMessage(parentSchema: AnySchemaObject | undefined, keyword: string): string | undefined {
-  return (parentSchema?.[MESSAGES] as Messages | undefined)?.[keyword];
+function customMessage(parentSchema: AnySchemaObject | undefined, keyword: string): { msg: string; type?: string } | undefined {
+  const custom = (parentSchema?.[MESSAGES] as Messages | undefined)?.[keyword];
+  return typeof custom === 'string' ? { msg: custom } : custom;
 }
 
 type Obj = Record<string, unknown>;
@@ -60,7 +63,7 @@ const uniqueBy = keyword('x-unique-by', 'array', (fields: string[], items: unkno
     errors.push({
       keyword: 'x-unique-by',
       instancePath: `${path}/${index}/${fields[0]}`,
-      message: customMessage(parentSchema, 'x-unique-by') ?? `Duplicate ${fields.join(' and ')}: each must appear once`,
+      message: customMessage(parentSchema, 'x-unique-by')?.msg ?? `Duplicate ${fields.join(' and ')}: each must appear once`,
       params: { fields },
     });
   });
@@ -85,33 +88,12 @@ const distinct = keyword('x-distinct', 'object', ([a, b]: [string, string], data
 );
 
 /**
- * ISO-8601 date-time with a time zone: `Z` or an offset written with or without a colon
- * (`-08:00`, `-0800`), optional fractional seconds. Calendar days are checked (no 30 February).
- */
-const DATE_TIME = /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.\d+)?(?:[Zz]|[+-](\d{2}):?(\d{2}))$/;
-
-export function isDateTime(value: string): boolean {
-  const match = DATE_TIME.exec(value);
-  if (!match) return false;
-  const [year, month, day, hour, minute, second, offsetHours, offsetMinutes] = match.slice(1).map((part) => Number(part ?? 0)) as [
-    number, number, number, number, number, number, number, number,
-  ];
-  return (
-    month >= 1 && month <= 12 && day >= 1 && day <= daysInMonth(year, month) &&
-    hour <= 23 && minute <= 59 && second <= 59 && offsetHours <= 23 && offsetMinutes <= 59
-  );
-}
-
-/**
  * An e-mail address: one @, no spaces, a dotted domain. Internationalised addresses (RFC 6531,
  * such as müller@example.de) are real customers' addresses and are accepted.
  */
 const EMAIL = /^[^\s@]+@[^\s@.]+(?:\.[^\s@.]+)+$/u;
 export const isEmail = (value: string) => value.length <= 254 && EMAIL.test(value);
 
-function daysInMonth(year: number, month: number): number {
-  return new Date(Date.UTC(year, month, 0)).getUTCDate();
-}
 
 function createAjv(options: { coerceTypes: boolean }): Ajv {
   const ajv = new Ajv({
@@ -121,10 +103,13 @@ function createAjv(options: { coerceTypes: boolean }): Ajv {
     useDefaults: true,
     removeAdditional: false,
     strict: true,
+    allowUnionTypes: true,
   });
-  addFormats(ajv, ['date', 'uuid']);
+  addFormats(ajv, ['uuid']);
+  ajv.addFormat('date', { type: 'string', validate: isDate });
   ajv.addFormat('email', { type: 'string', validate: isEmail });
   ajv.addFormat('date-time', { type: 'string', validate: isDateTime });
+  ajv.addFormat('whole-hour', { type: 'string', validate: isWholeHour });
   ajv.addFormat('ip', { type: 'string', validate: (value: string) => net.isIP(value) !== 0 });
   ajv.addKeyword({ keyword: MESSAGES, schemaType: 'object' });
   ajv.addKeyword(uniqueBy);
@@ -176,6 +161,8 @@ const TYPES: Record<string, string> = {
 
 const FORMAT_MESSAGES: Record<string, string> = {
   'date-time': 'Must be an ISO-8601 date-time with a time zone, such as 2024-03-08T01:23:45-08:00 or 2024-03-08T09:23:45Z',
+  'whole-hour':
+    'Must be an ISO-8601 date-time with a time zone at exactly the start of an hour, such as 2024-03-08T01:00:00-08:00 or 2024-03-08T09:00:00Z',
   date: 'Must be a date written YYYY-MM-DD',
   email: 'Must be a valid e-mail address',
   ip: 'Must be a valid IPv4 or IPv6 address',
@@ -235,39 +222,23 @@ function pointerOf(error: ErrorObject): string {
   return error.instancePath;
 }
 
-/**
- * The `order_id` of the innermost order (or alias) on the path to an error, so that a caller
- * can tell which order of a batch failed without counting array positions.
- */
-function orderIdAt(data: unknown, pointer: string): string | undefined {
-  let orderId: string | undefined;
-  let node = data;
-  for (const segment of pointer.split('/').slice(1)) {
-    if (isObject(node) && typeof node.order_id === 'string') orderId = node.order_id;
-    if (typeof node !== 'object' || node === null) break;
-    node = (node as Obj)[segment.replace(/~1/g, '/').replace(/~0/g, '~')];
-  }
-  return orderId;
-}
-
 /** Turns validator errors into envelope items; a wrong type at a place hides the other errors there. */
-export function toErrorItems(errors: readonly ErrorObject[], part: Part, data: unknown): ErrorItem[] {
+export function toErrorItems(errors: readonly ErrorObject[], part: Part): ErrorItem[] {
   const mistyped = new Set(errors.filter((error) => error.keyword === 'type').map((error) => error.instancePath));
   const items: ErrorItem[] = [];
   const seen = new Set<string>();
   for (const error of errors) {
     if (error.keyword !== 'type' && mistyped.has(error.instancePath)) continue;
     const pointer = pointerOf(error);
+    const custom = customMessage(error.parentSchema, error.keyword);
     const item: ErrorItem = {
       loc: part + pointer,
-      msg: customMessage(error.parentSchema, error.keyword) ?? defaultMessage(error),
-      type: TYPES[error.keyword] ?? error.keyword,
+      msg: custom?.msg ?? defaultMessage(error),
+      type: custom?.type ?? TYPES[error.keyword] ?? error.keyword,
     };
     const key = `${item.loc}\u0000${item.msg}`;
     if (seen.has(key)) continue;
     seen.add(key);
-    const orderId = part === 'body' ? orderIdAt(data, pointer) : undefined;
-    if (orderId !== undefined) item.order_id = orderId;
     items.push(item);
   }
   return items;

@@ -1,21 +1,32 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { ApiError, invalidRequest } from '../http/errors.js';
+import { ApiError, invalidRequest, type ErrorItem } from '../http/errors.js';
+import { pointersWhere } from '../http/json-pointers.js';
+import { dataJson } from '../http/json-text.js';
 import { pageInfo, pageRequested } from '../http/pagination.js';
 import { ErrorEnvelope } from '../http/schemas.js';
+import { AliasConflictError, UnknownOrdersError, type AliasToAttach, type OrderRepository } from './repository.js';
 import {
-  AliasConflictError,
-  UnknownOrdersError,
-  type AliasToAttach,
-  type OrderRepository,
-} from './repository.js';
-import { AliasRequest, AliasResult, OrderBatch, OrderListQuery, OrderPage, UpsertResult, type Order } from './schema.js';
+  AliasRequest,
+  AliasResult,
+  MAX_AMOUNT,
+  OrderBatch,
+  OrderListQuery,
+  OrderPage,
+  UpsertResult,
+  type Order,
+} from './schema.js';
 import { orderWarnings } from './warnings.js';
 
 const plural = (count: number, noun: string, nouns = `${noun}s`) => `${count} ${count === 1 ? noun : nouns}`;
 
 const errors = { 400: ErrorEnvelope, 401: ErrorEnvelope };
 
-function aliasesOf(orders: readonly Order[]): AliasToAttach[] {
+/** An alias of the request, with where the request gave it. */
+interface RequestedAlias extends AliasToAttach {
+  loc: string;
+}
+
+function aliasesOf(orders: readonly Order[]): RequestedAlias[] {
   return orders.flatMap((order, index) =>
     (order.alternate_order_ids ?? []).map((alias, a) => ({
       order_id: order.order_id,
@@ -26,20 +37,50 @@ function aliasesOf(orders: readonly Order[]): AliasToAttach[] {
   );
 }
 
-function conflictError(error: AliasConflictError): ApiError {
+/** One alias (type and id) given for two different orders of one request. */
+function aliasesGivenTwice(aliases: readonly RequestedAlias[]): ErrorItem[] {
+  const firstOwner = new Map<string, string>();
+  return aliases.flatMap((alias) => {
+    const key = JSON.stringify([alias.type, alias.id]);
+    const owner = firstOwner.get(key);
+    if (owner === undefined) firstOwner.set(key, alias.order_id);
+    if (owner === undefined || owner === alias.order_id) return [];
+    return [{ loc: alias.loc, msg: `Alias ${alias.type} ${alias.id} is given for order ${owner} too in this request`, type: 'alias_conflict' }];
+  });
+}
+
+function conflictError(error: AliasConflictError, aliases: readonly RequestedAlias[]): ApiError {
   return new ApiError(
     400,
     `${plural(error.conflicts.length, 'alias', 'aliases')} already attached to other orders; nothing was stored`,
-    error.conflicts.map((conflict) => ({
-      loc: conflict.loc,
-      msg: `Alias ${conflict.type} ${conflict.id} is already attached to order ${conflict.attached_to}`,
-      type: 'alias_conflict',
-      order_id: conflict.order_id,
-    })),
+    error.conflicts.map(({ index, attached_to }) => {
+      const alias = aliases[index]!;
+      return {
+        loc: alias.loc,
+        msg: `Alias ${alias.type} ${alias.id} is already attached to order ${attached_to}`,
+        type: 'alias_conflict',
+        order_id: alias.order_id,
+      };
+    }),
   );
 }
 
 export const orderRoutes: FastifyPluginAsyncTypebox<{ orders: OrderRepository }> = async (app, { orders }) => {
+  /**
+   * Rules the schema cannot hold: an alias claimed by two orders of the request, and amounts
+   * above the maximum by less than a binary float can tell (checked as exact decimals).
+   */
+  async function checkBatch(batch: readonly Order[], batchJson: string, aliases: readonly RequestedAlias[]) {
+    const problems = aliasesGivenTwice(aliases);
+    const atMaximum = pointersWhere(batch, (value) => value === MAX_AMOUNT);
+    if (atMaximum.length > 0) {
+      for (const pointer of await orders.numbersAbove(batchJson, atMaximum, MAX_AMOUNT)) {
+        problems.push({ loc: `body${pointer}`, msg: `Must be at most ${MAX_AMOUNT}`, type: 'maximum' });
+      }
+    }
+    if (problems.length > 0) throw invalidRequest(problems);
+  }
+
   app.post(
     '',
     {
@@ -52,19 +93,20 @@ export const orderRoutes: FastifyPluginAsyncTypebox<{ orders: OrderRepository }>
     },
     async (request) => {
       const batch = request.body;
-      const warnings = orderWarnings(batch);
+      const aliases = aliasesOf(batch);
+      await checkBatch(batch, request.rawBody!, aliases);
       let result = { inserted: batch.length, updated: 0 };
       if (!request.tenant.dryRun) {
         try {
-          result = await orders.upsert(request.tenant, request.rawBody!, aliasesOf(batch));
+          result = await orders.upsert(request.tenant, request.rawBody!, aliases);
         } catch (error) {
-          throw error instanceof AliasConflictError ? conflictError(error) : error;
+          throw error instanceof AliasConflictError ? conflictError(error, aliases) : error;
         }
       }
       return {
         message: `Upserted ${plural(batch.length, 'order')}`,
         ...result,
-        warnings,
+        warnings: orderWarnings(batch),
         request_id: request.id,
       };
     },
@@ -82,6 +124,8 @@ export const orderRoutes: FastifyPluginAsyncTypebox<{ orders: OrderRepository }>
     },
     async (request) => {
       const aliases = request.body.aliases.map((alias, index) => ({ ...alias, loc: `body/aliases/${index}` }));
+      const givenTwice = aliasesGivenTwice(aliases);
+      if (givenTwice.length > 0) throw invalidRequest(givenTwice);
       let result = { added: aliases.length, ignored: 0 };
       if (!request.tenant.dryRun) {
         try {
@@ -91,15 +135,15 @@ export const orderRoutes: FastifyPluginAsyncTypebox<{ orders: OrderRepository }>
             throw new ApiError(
               404,
               `${plural(error.missing.length, 'order')} not found; nothing was stored`,
-              error.missing.map(({ order_id, loc }) => ({
-                loc: `${loc}/order_id`,
+              error.missing.map(({ index, order_id }) => ({
+                loc: `${aliases[index]!.loc}/order_id`,
                 msg: `Order ${order_id} does not exist`,
                 type: 'not_found',
                 order_id,
               })),
             );
           }
-          throw error instanceof AliasConflictError ? conflictError(error) : error;
+          throw error instanceof AliasConflictError ? conflictError(error, aliases) : error;
         }
       }
       return { message: `Added ${plural(result.added, 'alias', 'aliases')}`, ...result, request_id: request.id };
@@ -118,17 +162,14 @@ export const orderRoutes: FastifyPluginAsyncTypebox<{ orders: OrderRepository }>
     },
     async (request, reply) => {
       const { start_date, end_date } = request.query;
-      const { page, pageSize } = pageRequested(request.query);
       if (start_date > end_date) {
         throw invalidRequest([{ loc: 'query/end_date', msg: 'Must not be before start_date', type: 'range' }]);
       }
-      const { orders: rows, total } = request.tenant.dryRun
-        ? { orders: [], total: 0 }
+      const { page, pageSize } = pageRequested(request.query);
+      const { items, total } = request.tenant.dryRun
+        ? { items: '', total: 0 }
         : await orders.list(request.tenant, { start: start_date, end: end_date }, page, pageSize);
-      // The orders arrive as JSON text; splicing them in keeps their decimals exactly as stored.
-      const info = JSON.stringify(pageInfo(page, pageSize, total)).slice(1);
-      const body = `{"data":[${rows.join(',')}],${info}`;
-      return reply.type('application/json').send(body as never);
+      return reply.type('application/json').send(dataJson(items, pageInfo(page, pageSize, total)) as never);
     },
   );
 };

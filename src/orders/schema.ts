@@ -1,7 +1,7 @@
 import { Type, type Static } from 'typebox';
 import { COUNTRY_CODES, CURRENCY_CODES } from '../reference-codes.js';
 import { PageQuery, pageOf } from '../http/pagination.js';
-import { DateTime, NonEmptyString } from '../http/schemas.js';
+import { DateTime, Identifier, NonEmptyString } from '../http/schemas.js';
 
 export const MAX_AMOUNT = 100_000_000_000_000;
 export const MAX_ORDERS_PER_REQUEST = 1000;
@@ -52,14 +52,14 @@ export const ShippingAddress = Type.Object(
 
 export const Alias = Type.Object(
   {
-    type: NonEmptyString('Kind of identifier, free-form; custom kinds are written custom:<name>.'),
-    id: NonEmptyString('The alternate order id.'),
+    type: Identifier('Kind of identifier, free-form; custom kinds are written custom:<name>.'),
+    id: Identifier('The alternate order id.'),
   },
   { additionalProperties: false },
 );
 
 const orderProperties = {
-  order_id: NonEmptyString('Unique per client: sending it again updates the order.'),
+  order_id: Identifier('Unique per client: sending it again updates the order.'),
   customer_id: NonEmptyString("The shop's internal customer id (not an e-mail, not the order id)."),
   time_of_purchase: DateTime('When the customer placed the order.'),
   customer_email: Type.Optional(Type.String({ format: 'email' })),
@@ -130,13 +130,12 @@ export const UpsertResult = Type.Object({
 export const AliasRequest = Type.Object(
   {
     aliases: Type.Array(
-      Type.Object({ order_id: NonEmptyString('An existing order.'), ...Alias.properties }, { additionalProperties: false }),
+      Type.Object({ order_id: Identifier('An existing order.'), ...Alias.properties }, { additionalProperties: false }),
       { minItems: 1, maxItems: MAX_ALIASES_PER_REQUEST },
     ),
   },
   { additionalProperties: false },
 );
-export type AliasRequest = Static<typeof AliasRequest>;
 
 export const AliasResult = Type.Object({
   message: Type.String(),
@@ -153,7 +152,6 @@ export const OrderListQuery = Type.Object(
   },
   { additionalProperties: false },
 );
-export type OrderListQuery = Static<typeof OrderListQuery>;
 
 export const StoredOrder = Type.Object({
   ...orderProperties,

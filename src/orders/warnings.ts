@@ -1,6 +1,6 @@
+import { isEmail } from '../http/validation.js';
 import type { Order, Warning } from './schema.js';
 
-const LOOKS_LIKE_EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
 const SHA256_HEX = /^[0-9a-f]{64}$/i;
 
 /**
@@ -12,7 +12,7 @@ export function orderWarnings(orders: readonly Order[]): Warning[] {
   orders.forEach((order, index) => {
     const warn = (path: string, msg: string) => warnings.push({ order_id: order.order_id, loc: `body/${index}/${path}`, msg });
 
-    if (LOOKS_LIKE_EMAIL.test(order.customer_id)) {
+    if (isEmail(order.customer_id)) {
       warn('customer_id', "Looks like an e-mail address; send the shop's internal customer id instead");
     }
     for (const field of ['hashed_customer_email', 'hashed_customer_phone_number'] as const) {
@@ -20,13 +20,15 @@ export function orderWarnings(orders: readonly Order[]): Warning[] {
       if (value !== undefined && !SHA256_HEX.test(value)) warn(field, 'Is not a SHA-256 hash (64 hexadecimal characters)');
     }
     order.refunds?.forEach((refund, r) => {
-      const product = order.products.find(
+      // A refund without a variant refunds the product, whichever of its variants were ordered.
+      const lines = order.products.filter(
         (line) => line.id === refund.product_id && (refund.variant_id === undefined || line.variant_id === refund.variant_id),
       );
-      if (!product) {
+      const ordered = lines.reduce((sum, line) => sum + line.quantity, 0);
+      if (lines.length === 0) {
         warn(`refunds/${r}/product_id`, 'Refunds a product (and variant) that is not among the order products');
-      } else if (refund.quantity > product.quantity) {
-        warn(`refunds/${r}/quantity`, `Refunds more units than were ordered (${product.quantity})`);
+      } else if (refund.quantity > ordered) {
+        warn(`refunds/${r}/quantity`, `Refunds more units than were ordered (${ordered})`);
       }
     });
   });

@@ -1,0 +1,43 @@
+/**
+ * Dates and date-times the API accepts, and no more than PostgreSQL can store: years from 1,
+ * offsets up to ±15:59.
+ */
+
+/** YYYY-MM-DD, a real calendar day. */
+const DATE = /^(\d{4})-(\d{2})-(\d{2})$/;
+
+/**
+ * ISO-8601 date-time with a time zone: `Z` or an offset written with or without a colon
+ * (`-08:00`, `-0800`), optional fractional seconds.
+ */
+const DATE_TIME = /^(\d{4}-\d{2}-\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.\d+)?(?:[Zz]|[+-](\d{2}):?(\d{2}))$/;
+
+export function isDate(value: string): boolean {
+  const match = DATE.exec(value);
+  if (!match) return false;
+  const [year, month, day] = match.slice(1).map(Number) as [number, number, number];
+  const daysInMonth = new Date(Date.UTC(year, month, 0)).getUTCDate();
+  return year >= 1 && month >= 1 && month <= 12 && day >= 1 && day <= daysInMonth;
+}
+
+export function isDateTime(value: string): boolean {
+  const match = DATE_TIME.exec(value);
+  if (!match || !isDate(match[1]!)) return false;
+  const [hour, minute, second, offsetHours, offsetMinutes] = match.slice(2).map((part) => Number(part ?? 0)) as [
+    number, number, number, number, number,
+  ];
+  return hour <= 23 && minute <= 59 && second <= 59 && offsetHours <= 15 && offsetMinutes <= 59;
+}
+
+/** Milliseconds since the epoch of a date-time `isDateTime` accepts (fractions past the millisecond dropped). */
+export function instantOf(value: string): number {
+  // Date.parse wants upper case and the offset's colon; the API also takes -0800.
+  return Date.parse(value.toUpperCase().replace(/([+-]\d{2})(\d{2})$/, '$1:$2'));
+}
+
+const HOUR_MS = 3_600_000;
+
+/** A date-time at exactly the start of an hour in UTC (so a half-hour offset such as +05:30 is not). */
+export function isWholeHour(value: string): boolean {
+  return isDateTime(value) && !/\.\d*[1-9]/.test(value) && instantOf(value) % HOUR_MS === 0;
+}
