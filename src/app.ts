@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import swagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import Fastify, { LogController, type FastifyInstance, type RawServerDefault } from 'fastify';
+import Fastify, { LogController, type RawServerDefault } from 'fastify';
 import type { Logger } from 'pino';
 import { authenticate } from './auth/authenticate.js';
 import type { Environment } from './auth/tenant.js';
@@ -11,11 +11,14 @@ import type { Config } from './config.js';
 import { isUuid } from './uuid.js';
 import type { Database } from './db/index.js';
 import { healthRoutes } from './health.js';
-import { registerErrorHandling, sendError } from './http/errors.js';
+import { ApiError, registerErrorHandling, sendError } from './http/errors.js';
 import { registerJsonBody } from './http/json-body.js';
 import { createValidatorCompiler } from './http/validation.js';
 import { createOrderRepository } from './orders/repository.js';
 import { orderRoutes } from './orders/routes.js';
+import { daily, hourly } from './spend/collection.js';
+import { createSpendRepository } from './spend/repository.js';
+import { spendRoutes } from './spend/routes.js';
 import { version } from './version.js';
 
 export interface AppOptions {
@@ -29,7 +32,7 @@ export interface AppOptions {
 /** A caller's own X-Request-Id is kept when it is a UUID, so its logs and ours line up. */
 function requestId(request: { headers: Record<string, string | string[] | undefined> }): string {
   const incoming = request.headers['x-request-id'];
-  return typeof incoming === 'string' && isUuid(incoming) ? incoming.toLowerCase() : randomUUID();
+  return typeof incoming === 'string' && isUuid(incoming) ? incoming : randomUUID();
 }
 
 /** Builds the API of one environment (production or UAT) on a shared database. */
@@ -40,17 +43,27 @@ export async function buildApp({ config, db, environment, logger }: AppOptions) 
     bodyLimit: config.bodyLimitBytes,
     genReqId: requestId,
     routerOptions: { ignoreTrailingSlash: true },
+    return503OnClosing: false,
     // Errors Fastify answers before any hook runs (a URL that cannot be decoded).
     frameworkErrors: (_error, request, reply) =>
-      sendError(reply.header('x-request-id', request.id) as never, 400, 'The URL is malformed'),
+      sendError(reply.header('x-request-id', request.id), 400, 'The URL is malformed'),
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   app.setValidatorCompiler(createValidatorCompiler());
   registerJsonBody(app);
   registerErrorHandling(app);
 
+  // Fastify's own 503 for requests arriving while it closes has another body; this one has ours.
+  let closing = false;
+  app.addHook('preClose', async () => {
+    closing = true;
+  });
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
+    if (closing) {
+      reply.header('connection', 'close');
+      throw new ApiError(503, 'The server is shutting down; send the request again', null, { 'retry-after': '1' });
+    }
   });
   app.addHook('onResponse', async (request, reply) => {
     request.log.info(
@@ -65,7 +78,7 @@ export async function buildApp({ config, db, environment, logger }: AppOptions) 
       info: {
         title: `Tributary ${environment === 'uat' ? 'UAT ' : ''}API`,
         version,
-        description: 'Commerce data ingestion and export: orders, aliases and, in later versions, spend and exports.',
+        description: 'Commerce data ingestion and export: orders, aliases and ad spend.',
       },
       components: {
         securitySchemes: {
@@ -90,9 +103,10 @@ export async function buildApp({ config, db, environment, logger }: AppOptions) 
       route.schema = { security: [{ api_key: [], client_id: [] }], ...route.schema };
     });
     await api.register(orderRoutes, { prefix: '/v2/orders', orders: createOrderRepository(db) });
+    for (const collection of [hourly, daily]) {
+      await api.register(spendRoutes, { prefix: collection.prefix, collection, spend: createSpendRepository(db, collection) });
+    }
   });
 
   return app;
 }
-
-export type App = FastifyInstance;

@@ -1,0 +1,128 @@
+import type { Tenant } from '../auth/tenant.js';
+import type { Database } from '../db/index.js';
+import type { SpendCollection } from './collection.js';
+
+/** An inclusive range of periods, written as the API writes them (date-times or dates). */
+export interface PeriodRange {
+  from: string;
+  to: string;
+}
+
+export interface SpendFilter {
+  platform_account_id: string;
+  campaign_id?: string;
+  adset_id?: string;
+  ad_id?: string;
+}
+
+/** What a delete matches: every platform's record of this period and these ids. */
+export interface SpendMatch {
+  period: string;
+  platform_account_id: string;
+  campaign_id: string;
+  adset_id: string;
+  ad_id: string;
+}
+
+const KEY = 'platform_account_id, period, platform_name, campaign_id, adset_id, ad_id';
+const VALUES = 'campaign_name, adset_name, ad_name, spend, spend_currency, impressions, clicks';
+const ORDER = 'period, platform_name, campaign_id, adset_id, ad_id';
+
+export type SpendRepository = ReturnType<typeof createSpendRepository>;
+
+/**
+ * Spend records of one collection. Records leave as JSON text built by PostgreSQL (several of
+ * them joined by commas), so amounts keep their exact decimals all the way to the caller.
+ */
+export function createSpendRepository(db: Database, collection: SpendCollection) {
+  const { table, timeField, sqlType } = collection;
+
+  /** The JSON texts of the rows `row`, in `order`, joined by commas. */
+  const recordsJson = (row: string, order: string) => `coalesce(string_agg(json_build_object(
+      '${timeField}', ${collection.periodText(`${row}.period`)},
+      'platform_account_id', ${row}.platform_account_id, 'platform_name', ${row}.platform_name,
+      'campaign_id', ${row}.campaign_id, 'campaign_name', ${row}.campaign_name,
+      'adset_id', ${row}.adset_id, 'adset_name', ${row}.adset_name,
+      'ad_id', ${row}.ad_id, 'ad_name', ${row}.ad_name,
+      'spend', ${row}.spend, 'spend_currency', ${row}.spend_currency,
+      'impressions', ${row}.impressions, 'clicks', ${row}.clicks,
+      'created_at', utc_iso(${row}.created_at), 'updated_at', utc_iso(${row}.updated_at))::text, ',' ORDER BY ${order}), '') AS items`;
+
+  // The records of a request body ($1), with the specification's defaults: "" for the optional
+  // ids and names, 0 for missing or empty measures.
+  const measure = (field: string) => `coalesce(nullif(r->>'${field}', ''), '0')::numeric AS ${field}`;
+  const orEmpty = (field: string) => `coalesce(r->>'${field}', '') AS ${field}`;
+  const input = `input AS (
+    SELECT t.n, (r->>'${timeField}')::${sqlType} AS period,
+           ${orEmpty('platform_account_id')}, r->>'platform_name' AS platform_name,
+           r->>'campaign_id' AS campaign_id, r->>'campaign_name' AS campaign_name,
+           ${orEmpty('adset_id')}, ${orEmpty('adset_name')}, ${orEmpty('ad_id')}, ${orEmpty('ad_name')},
+           ${measure('spend')}, r->>'spend_currency' AS spend_currency, ${measure('impressions')}, ${measure('clicks')},
+           now() AS created_at, now() AS updated_at
+      FROM jsonb_array_elements($1::jsonb -> 'data') WITH ORDINALITY AS t(r, n))`;
+
+  // Sorted by key, so that concurrent requests lock rows in the same order and never deadlock;
+  // updated_at is read from the clock after the row lock is held, so it never goes back.
+  const upsertSql = `WITH ${input},
+    upserted AS (
+      INSERT INTO ${table} AS s (client_id, environment, ${KEY}, ${VALUES}, created_at, updated_at)
+      SELECT $2, $3, ${KEY}, ${VALUES}, created_at, updated_at FROM input
+       ORDER BY ${KEY}
+      ON CONFLICT (client_id, environment, ${KEY}) DO UPDATE SET
+        ${VALUES.split(', ').map((column) => `${column} = excluded.${column}`).join(', ')},
+        updated_at = clock_timestamp()
+      RETURNING s.*)
+    SELECT ${recordsJson('u', 'i.n')} FROM upserted u JOIN input i USING (${KEY})`;
+
+  const filter = `client_id = $1 AND environment = $2 AND platform_account_id = $3
+      AND period BETWEEN $4::${sqlType} AND $5::${sqlType}
+      AND ($6::text IS NULL OR campaign_id = $6) AND ($7::text IS NULL OR adset_id = $7) AND ($8::text IS NULL OR ad_id = $8)`;
+
+  const one = async (sql: string, params: unknown[]) => (await db.query<{ items: string }>(sql, params))[0]!.items;
+
+  return {
+    /** Inserts or overwrites the records of `bodyJson` (`{"data": [...]}`, as received); answers them in request order. */
+    upsert: (tenant: Tenant, bodyJson: string) => one(upsertSql, [bodyJson, tenant.clientId, tenant.environment]),
+
+    /** The records of `bodyJson` as an upsert would store them new, without storing anything. */
+    preview: (bodyJson: string) => one(`WITH ${input} SELECT ${recordsJson('i', 'i.n')} FROM input i`, [bodyJson]),
+
+    /**
+     * One page of one account's records in a range, by period, platform, campaign, adset, ad,
+     * and how many there are: one statement, so the two agree. Only the page's rows are made
+     * JSON; rows skipped by OFFSET are not.
+     */
+    async list(tenant: Tenant, by: SpendFilter, range: PeriodRange, page: number, pageSize: number) {
+      const [row] = await db.query<{ items: string; total: number }>(
+        `SELECT (SELECT count(*)::int FROM ${table} WHERE ${filter}) AS total,
+                (SELECT ${recordsJson('p', ORDER)}
+                   FROM (SELECT * FROM ${table} WHERE ${filter} ORDER BY ${ORDER} LIMIT $9 OFFSET $10) p) AS items`,
+        [
+          tenant.clientId,
+          tenant.environment,
+          by.platform_account_id,
+          range.from,
+          range.to,
+          by.campaign_id ?? null,
+          by.adset_id ?? null,
+          by.ad_id ?? null,
+          pageSize,
+          (page - 1) * pageSize,
+        ],
+      );
+      return row!;
+    },
+
+    /** Deletes the records of every platform that match; answers them, by platform. */
+    delete: (tenant: Tenant, match: SpendMatch) =>
+      one(
+        `WITH deleted AS (
+           DELETE FROM ${table}
+            WHERE client_id = $1 AND environment = $2 AND platform_account_id = $3 AND period = $4::${sqlType}
+              AND campaign_id = $5 AND adset_id = $6 AND ad_id = $7
+           RETURNING *)
+         SELECT ${recordsJson('d', 'd.platform_name')} FROM deleted d`,
+        [tenant.clientId, tenant.environment, match.platform_account_id, match.period, match.campaign_id, match.adset_id, match.ad_id],
+      ),
+  };
+}

@@ -1,0 +1,129 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { invalidRequest, type ErrorItem } from '../http/errors.js';
+import { dataJson } from '../http/json-text.js';
+import { pageInfo, pageRequested } from '../http/pagination.js';
+import { ErrorEnvelope } from '../http/schemas.js';
+import type { SpendCollection } from './collection.js';
+import type { PeriodRange, SpendRepository } from './repository.js';
+import { KEY_FIELDS, spendSchemas, type SpendInput, type SpendListQuery } from './schema.js';
+
+const errors = { 401: ErrorEnvelope, 422: ErrorEnvelope };
+
+/** A key may appear once per request; two records of one key would overwrite each other. */
+function duplicateKeys(collection: SpendCollection, records: readonly SpendInput[]): ErrorItem[] {
+  const first = new Map<string, number>();
+  const problems: ErrorItem[] = [];
+  records.forEach((record, index) => {
+    const key = JSON.stringify([collection.periodValue(String(record[collection.timeField])), ...KEY_FIELDS.map((field) => record[field])]);
+    const earlier = first.get(key);
+    if (earlier === undefined) return void first.set(key, index);
+    problems.push({
+      loc: `body/data/${index}`,
+      msg: `Same ${collection.timeField}, ${KEY_FIELDS.join(', ')} as record ${earlier}: each key may appear once per request`,
+      type: 'unique',
+    });
+  });
+  return problems;
+}
+
+/** The inclusive range a list query asks for: `date`, or both range parameters. */
+function requestedRange(collection: SpendCollection, query: SpendListQuery): PeriodRange {
+  const [startParam, endParam] = collection.rangeParams;
+  const start = query[startParam] as string | undefined;
+  const end = query[endParam] as string | undefined;
+  const choice = `Give either date, or both ${startParam} and ${endParam}`;
+  if (query.date !== undefined) {
+    if (start === undefined && end === undefined) {
+      const [from, to] = collection.periodsOfDay(query.date);
+      return { from, to };
+    }
+    throw invalidRequest([{ loc: 'query/date', msg: `${choice}, not both`, type: 'range' }], 422);
+  }
+  if (start === undefined || end === undefined) {
+    const missing = start === undefined && end === undefined ? 'query' : `query/${start === undefined ? startParam : endParam}`;
+    throw invalidRequest([{ loc: missing, msg: choice, type: 'range' }], 422);
+  }
+  if (collection.periodValue(start) > collection.periodValue(end)) {
+    throw invalidRequest([{ loc: `query/${endParam}`, msg: `Must not be before ${startParam}`, type: 'range' }], 422);
+  }
+  return { from: start, to: end };
+}
+
+export interface SpendRouteOptions {
+  collection: SpendCollection;
+  spend: SpendRepository;
+}
+
+/** Upsert, list and delete for one spend collection; validation failures are 422. */
+export const spendRoutes: FastifyPluginAsyncTypebox<SpendRouteOptions> = async (app, { collection, spend }) => {
+  const schemas = spendSchemas(collection);
+  const config = { validationStatus: 422 as const };
+  const { noun, timeField } = collection;
+
+  app.post(
+    '',
+    {
+      config,
+      schema: {
+        summary: `Upsert ${noun}s`,
+        description: `Inserts each record, or overwrites names, spend, currency, impressions and clicks of the record with the same ${timeField}, platform_name, platform_account_id, campaign_id, adset_id and ad_id. All or nothing.`,
+        body: schemas.UpsertBody,
+        response: { 201: schemas.RecordList, ...errors },
+      },
+    },
+    async (request, reply) => {
+      const duplicates = duplicateKeys(collection, request.body.data as SpendInput[]);
+      if (duplicates.length > 0) throw invalidRequest(duplicates, 422);
+      const items = request.tenant.dryRun ? await spend.preview(request.rawBody!) : await spend.upsert(request.tenant, request.rawBody!);
+      return reply.code(201).type('application/json').send(dataJson(items) as never);
+    },
+  );
+
+  app.get(
+    '',
+    {
+      config,
+      schema: {
+        summary: `List ${noun}s`,
+        description: `Records of one platform_account_id for one date, or an inclusive range of ${timeField}, a page at a time.`,
+        querystring: schemas.ListQuery,
+        response: { 200: schemas.RecordPage, ...errors },
+      },
+    },
+    async (request, reply) => {
+      const query = request.query as SpendListQuery;
+      const range = requestedRange(collection, query);
+      const { page, pageSize } = pageRequested(query);
+      const { items, total } = request.tenant.dryRun
+        ? { items: '', total: 0 }
+        : await spend.list(request.tenant, query, range, page, pageSize);
+      return reply.type('application/json').send(dataJson(items, pageInfo(page, pageSize, total)) as never);
+    },
+  );
+
+  app.delete(
+    '',
+    {
+      config,
+      schema: {
+        summary: `Delete ${noun}s`,
+        description: `Deletes the records of every platform_name with this ${timeField}, platform_account_id, campaign_id, adset_id and ad_id. Answers the records deleted.`,
+        body: schemas.DeleteBody,
+        response: { 200: schemas.RecordList, ...errors },
+      },
+    },
+    async (request, reply) => {
+      const match = request.body.data as Record<string, string>;
+      const items = request.tenant.dryRun
+        ? ''
+        : await spend.delete(request.tenant, {
+            period: match[timeField]!,
+            platform_account_id: match.platform_account_id!,
+            campaign_id: match.campaign_id!,
+            adset_id: match.adset_id!,
+            ad_id: match.ad_id!,
+          });
+      return reply.type('application/json').send(dataJson(items) as never);
+    },
+  );
+};

@@ -1,0 +1,110 @@
+import { Type, type Static, type TSchema } from 'typebox';
+import { PageQuery, pageOf } from '../http/pagination.js';
+import { MAX_ID_LENGTH } from '../http/schemas.js';
+import { CURRENCY_CODES } from '../reference-codes.js';
+import type { SpendCollection } from './collection.js';
+
+export const MAX_RECORDS_PER_REQUEST = 1000;
+
+const Text = (description: string) => Type.String({ description });
+const TextOrEmpty = (description: string) => Type.Optional(Type.String({ default: '', description: `${description} Default "".` }));
+const Id = (description: string) => Type.String({ maxLength: MAX_ID_LENGTH, description });
+const IdOrEmpty = (description: string) =>
+  Type.Optional(Type.String({ maxLength: MAX_ID_LENGTH, default: '', description: `${description} Default "".` }));
+
+const NOT_A_MEASURE = { msg: 'Must be a number of at least 0, or empty for 0', type: 'type' };
+
+/** A count or amount ≥ 0; the specification lets it be empty, which means 0. */
+const Measure = (description: string, options: object = {}) =>
+  Type.Unsafe<number | '' | null>({
+    // JSON Schema keywords apply to their own types only: minimum to numbers, maxLength to strings.
+    type: ['number', 'string', 'null'],
+    minimum: 0,
+    maxLength: 0,
+    description: `${description} At least 0; null or "" mean 0.`,
+    'x-messages': { type: NOT_A_MEASURE, maxLength: NOT_A_MEASURE },
+    ...options,
+  });
+
+/** The identity of a record, less its period: with the period, its key. */
+const identity = {
+  platform_account_id: IdOrEmpty('Ad platform account id.'),
+  platform_name: Id('Ad platform name.'),
+  campaign_id: Id('Campaign id (utm_campaign, when known).'),
+  adset_id: IdOrEmpty('Adset id (utm_term, when known).'),
+  ad_id: IdOrEmpty('Ad id (utm_content, when known).'),
+};
+
+export const KEY_FIELDS = ['platform_name', 'platform_account_id', 'campaign_id', 'adset_id', 'ad_id'] as const;
+
+export function spendSchemas(collection: SpendCollection) {
+  const time = { [collection.timeField]: collection.timeSchema } as Record<string, TSchema>;
+
+  const SpendRecord = Type.Object(
+    {
+      ...time,
+      ...identity,
+      campaign_name: Text('Campaign name; may equal campaign_id.'),
+      adset_name: TextOrEmpty('Adset name.'),
+      ad_name: TextOrEmpty('Ad name.'),
+      spend: Measure('Amount spent, in spend_currency.'),
+      spend_currency: Type.String({
+        enum: CURRENCY_CODES,
+        description: 'ISO 4217 code.',
+        'x-messages': { enum: 'Currency does not match any known currencies' },
+      }),
+      impressions: Type.Optional(Measure('Impressions.', { default: 0 })),
+      clicks: Type.Optional(Measure('Clicks.', { default: 0 })),
+    },
+    { additionalProperties: false },
+  );
+
+  const number = Type.Number({ minimum: 0 });
+  const StoredRecord = Type.Object({
+    [collection.timeField]: Type.String(),
+    ...Object.fromEntries(['platform_account_id', 'platform_name', 'campaign_id', 'campaign_name', 'adset_id', 'adset_name', 'ad_id', 'ad_name'].map((field) => [field, Type.String()])),
+    spend: number,
+    spend_currency: Type.String(),
+    impressions: number,
+    clicks: number,
+    created_at: Type.String({ format: 'date-time', description: 'First write of this key.' }),
+    updated_at: Type.String({ format: 'date-time', description: 'Last write of this key.' }),
+  });
+
+  const UpsertBody = Type.Object(
+    { data: Type.Array(SpendRecord, { minItems: 1, maxItems: MAX_RECORDS_PER_REQUEST }) },
+    { additionalProperties: false },
+  );
+
+  const { platform_name: _matchesEveryPlatform, ...deleteIdentity } = identity;
+  const DeleteBody = Type.Object(
+    { data: Type.Object({ ...time, ...deleteIdentity }, { additionalProperties: false }) },
+    { additionalProperties: false },
+  );
+
+  const [rangeStart, rangeEnd] = collection.rangeParams;
+  const ListQuery = Type.Object(
+    {
+      platform_account_id: Type.String({ description: 'The ad platform account ("" for records sent without one).' }),
+      date: Type.Optional(Type.String({ format: 'date', description: `One UTC day, instead of ${rangeStart} and ${rangeEnd}.` })),
+      [rangeStart]: Type.Optional(collection.rangeSchema),
+      [rangeEnd]: Type.Optional(collection.rangeSchema),
+      campaign_id: Type.Optional(Type.String()),
+      adset_id: Type.Optional(Type.String()),
+      ad_id: Type.Optional(Type.String()),
+      ...PageQuery.properties,
+    },
+    { additionalProperties: false },
+  );
+
+  return {
+    UpsertBody,
+    DeleteBody,
+    ListQuery,
+    RecordList: Type.Object({ data: Type.Array(StoredRecord) }),
+    RecordPage: pageOf(StoredRecord),
+  };
+}
+
+export type SpendInput = Record<string, string | number | null> & Record<(typeof KEY_FIELDS)[number], string>;
+export type SpendListQuery = Static<ReturnType<typeof spendSchemas>['ListQuery']> & Record<string, string | number | undefined>;
