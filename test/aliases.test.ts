@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { after, describe, test } from 'node:test';
 import {
   listOrders,
   minimalOrder,
@@ -7,13 +7,9 @@ import {
   postOrders,
   startService,
   type TestClient,
-  type TestService,
 } from './helpers.js';
 
-let service: TestService;
-before(async () => {
-  service = await startService();
-});
+const service = await startService();
 after(() => service.close());
 
 /** A client with orders `ids` stored on production. */

@@ -1,11 +1,8 @@
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
-import { listOrders, minimalOrder, postAliases, postOrders, startService, type TestService } from './helpers.js';
+import { after, test } from 'node:test';
+import { listOrders, minimalOrder, postAliases, postOrders, startService } from './helpers.js';
 
-let service: TestService;
-before(async () => {
-  service = await startService();
-});
+const service = await startService();
 after(() => service.close());
 
 const WRITERS = 8;

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { after, describe, test } from 'node:test';
 import {
   listOrders,
   makeOrder,
@@ -7,13 +7,9 @@ import {
   postOrders,
   startService,
   type TestClient,
-  type TestService,
 } from './helpers.js';
 
-let service: TestService;
-before(async () => {
-  service = await startService();
-});
+const service = await startService();
 after(() => service.close());
 
 const WHOLE_RANGE = { start_date: '1970-01-01', end_date: '2099-12-31' };

@@ -1,12 +1,9 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { after, describe, test } from 'node:test';
 import type { LightMyRequestResponse } from 'fastify';
-import { assertErrorEnvelope, startService, type TestApp, type TestClient, type TestService } from './helpers.js';
+import { assertErrorEnvelope, startService, type TestApp, type TestClient } from './helpers.js';
 
-let service: TestService;
-before(async () => {
-  service = await startService();
-});
+const service = await startService();
 after(() => service.close());
 
 type Json = Record<string, unknown>;

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { after, describe, test } from 'node:test';
 import {
   assertErrorEnvelope,
   listOrders,
@@ -10,13 +10,9 @@ import {
   startService,
   type TestApp,
   type TestClient,
-  type TestService,
 } from './helpers.js';
 
-let service: TestService;
-before(async () => {
-  service = await startService();
-});
+const service = await startService();
 after(() => service.close());
 
 const RANGE = { start_date: '2024-01-01', end_date: '2024-12-31' };

@@ -89,14 +89,23 @@ export function createSpendRepository(db: Database, collection: SpendCollection)
 
     /**
      * One page of one account's records in a range, by period, platform, campaign, adset, ad,
-     * and how many there are: one statement, so the two agree. Only the page's rows are made
-     * JSON; rows skipped by OFFSET are not.
+     * and how many there are: one statement, so the two agree.
+     *
+     * The page is found on the key columns alone, which the primary key index holds, so OFFSET
+     * walks the index without reading table rows; then only the page's rows are read, one index
+     * lookup each (OFFSET 0 keeps the planner from turning those lookups into a join it might
+     * plan as a scan while the table has no statistics yet).
      */
     async list(tenant: Tenant, by: SpendFilter, range: PeriodRange, page: number, pageSize: number) {
       const [row] = await db.query<{ items: string; total: number }>(
         `SELECT (SELECT count(*)::int FROM ${table} WHERE ${filter}) AS total,
-                (SELECT ${recordsJson('p', ORDER)}
-                   FROM (SELECT * FROM ${table} WHERE ${filter} ORDER BY ${ORDER} LIMIT $9 OFFSET $10) p) AS items`,
+                (SELECT ${recordsJson('s', ORDER.split(', ').map((column) => `k.${column}`).join(', '))}
+                   FROM (SELECT ${KEY} FROM ${table} WHERE ${filter} ORDER BY ${ORDER} LIMIT $9 OFFSET $10) k
+                  CROSS JOIN LATERAL (
+                    SELECT * FROM ${table} s
+                     WHERE s.client_id = $1 AND s.environment = $2
+                       AND ${KEY.split(', ').map((column) => `s.${column} = k.${column}`).join(' AND ')}
+                    OFFSET 0) s) AS items`,
         [
           tenant.clientId,
           tenant.environment,
