@@ -1,7 +1,8 @@
 /**
  * Hourly spend at scale: loads BENCH_SPEND_RECORDS (default 1,000,000) hourly records for one
  * client over HTTP, in batches of 1,000 from 4 connections, then times list queries: one day
- * (2,400 records, first page) and the last page of a 30-day range (page 72 of 72, 72,000 records).
+ * (2,400 records, first page) and the last page of a 30-day range (page 72 of 72, 72,000 records),
+ * 200 of each, one at a time.
  *
  *   npm run bench:spend                      # both stores; PostgreSQL from DATABASE_URL
  */
@@ -10,7 +11,7 @@ import { pgliteStore, postgresStore, startServer, type RunningServer, type Store
 
 const RECORDS = Number(process.env.BENCH_SPEND_RECORDS ?? 1_000_000);
 const CONNECTIONS = 4;
-const QUERIES = 50;
+const QUERIES = 200;
 const POSTGRES_URL = process.env.DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/test';
 
 const PLATFORMS = ['google', 'meta'];

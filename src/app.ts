@@ -12,7 +12,7 @@ import { isUuid } from './uuid.js';
 import type { Database } from './db/index.js';
 import { healthRoutes } from './health.js';
 import { ApiError, registerErrorHandling, sendError } from './http/errors.js';
-import { registerJsonBody } from './http/json-body.js';
+import { registerJsonBody, registerQueryCheck } from './http/json-body.js';
 import { createValidatorCompiler } from './http/validation.js';
 import { createOrderRepository } from './orders/repository.js';
 import { orderRoutes } from './orders/routes.js';
@@ -51,6 +51,7 @@ export async function buildApp({ config, db, environment, logger }: AppOptions) 
 
   app.setValidatorCompiler(createValidatorCompiler());
   registerJsonBody(app);
+  registerQueryCheck(app);
   registerErrorHandling(app);
 
   // Fastify's own 503 for requests arriving while it closes has another body; this one has ours.

@@ -20,13 +20,19 @@ export function isDate(value: string): boolean {
   return year >= 1 && month >= 1 && month <= 12 && day >= 1 && day <= daysInMonth;
 }
 
+const FIRST_INSTANT = Date.parse('0001-01-01T00:00:00Z');
+const LAST_INSTANT = Date.parse('9999-12-31T23:59:59.999Z');
+
+/** Also in UTC within years 1 to 9999, so that it can be shown back as an ISO-8601 date-time. */
 export function isDateTime(value: string): boolean {
   const match = DATE_TIME.exec(value);
   if (!match || !isDate(match[1]!)) return false;
   const [hour, minute, second, offsetHours, offsetMinutes] = match.slice(2).map((part) => Number(part ?? 0)) as [
     number, number, number, number, number,
   ];
-  return hour <= 23 && minute <= 59 && second <= 59 && offsetHours <= 15 && offsetMinutes <= 59;
+  if (hour > 23 || minute > 59 || second > 59 || offsetHours > 15 || offsetMinutes > 59) return false;
+  const instant = instantOf(value);
+  return instant >= FIRST_INSTANT && instant <= LAST_INSTANT;
 }
 
 /** Milliseconds since the epoch of a date-time `isDateTime` accepts (fractions past the millisecond dropped). */

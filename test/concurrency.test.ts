@@ -76,3 +76,29 @@ test('concurrent requests claiming one alias for different orders: one wins, the
   );
   assert.equal(row?.n, 1);
 });
+
+test('concurrent spend upserts of overlapping keys in opposite orders, and deletes, all succeed', async () => {
+  const client = await service.createClient();
+  const record = (platform_name: string, campaign_id: string, spend: number) => ({
+    hour_start_iso: '2024-03-08T09:00:00Z',
+    platform_name,
+    campaign_id,
+    campaign_name: campaign_id,
+    spend,
+    spend_currency: 'USD',
+  });
+  const keys = ['google', 'Meta', 'tiktok', 'Bing'].flatMap((platform) => ['a', 'B', 'c'].map((campaign) => [platform, campaign] as const));
+  const requests = Array.from({ length: WRITERS }, (_, writer) => {
+    if (writer % 4 === 3) {
+      return service.production.inject({
+        method: 'DELETE',
+        url: '/v1/spend_hourly',
+        headers: client.headers,
+        payload: { data: { hour_start_iso: '2024-03-08T09:00:00Z', campaign_id: 'B' } },
+      });
+    }
+    const batch = shuffled(keys, writer + 1).map(([platform, campaign]) => record(platform, campaign, writer));
+    return service.production.inject({ method: 'POST', url: '/v1/spend_hourly', headers: client.headers, payload: { data: batch } });
+  });
+  for (const response of await Promise.all(requests)) assert.ok([200, 201].includes(response.statusCode), response.body);
+});

@@ -12,7 +12,7 @@ import {
 const service = await startService();
 after(() => service.close());
 
-const WHOLE_RANGE = { start_date: '1970-01-01', end_date: '2099-12-31' };
+const WHOLE_RANGE = { start_date: '0001-01-01', end_date: '9999-12-31' };
 
 interface ErrorItem {
   loc: string;
@@ -182,6 +182,8 @@ describe('timestamps', () => {
     '2024-02-29T23:59:59.123456Z',
     '2024-03-08T09:23:45+05:30',
     '2024-03-08t09:23:45z',
+    '0001-01-01T00:00:00Z',
+    '9999-12-31T22:59:59-01:00',
   ];
   for (const value of accepted) {
     test(`accepts ${value} and keeps it as sent`, async () => {
@@ -203,6 +205,8 @@ describe('timestamps', () => {
     '2024-03-08T01:23:45+2400',
     '2024-03-08T01:23:45+16:00', // beyond what PostgreSQL stores
     '0000-03-08T01:23:45Z', // there is no year 0
+    '0001-01-01T00:00:00+01:00', // year 0 in UTC
+    '9999-12-31T23:30:00-01:00', // year 10000 in UTC
   ];
   for (const value of refused) {
     test(`refuses ${value}`, () =>

@@ -12,9 +12,12 @@ export function openPostgres({ connectionString, poolSize }: PostgresOptions): D
   // discards it and the next query opens a new one.
   pool.on('error', () => {});
 
+  const direct = queryable(pool);
   return {
     kind: 'postgres',
-    ...queryable(pool),
+    // One statement is atomic, so one that lost a race can simply run again.
+    query: (text, params) => withRetry(() => direct.query(text, params)),
+    exec: direct.exec,
     transaction<T>(work: (tx: Queryable) => Promise<T>) {
       return withRetry(async () => {
         const client = await pool.connect();

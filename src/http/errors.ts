@@ -61,6 +61,7 @@ function requestProblem(error: unknown): string | undefined {
   if (typeof code !== 'string' || code.length !== 5) return undefined;
   if (code.startsWith('22')) return 'A value in the request cannot be stored'; // data exception
   if (code === '54000') return 'A value in the request is too long to be stored'; // program limit exceeded
+  if (code === '23514') return 'A value in the request is out of the range the service stores'; // check violation
   return undefined;
 }
 

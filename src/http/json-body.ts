@@ -20,10 +20,27 @@ function charsetOf(request: FastifyRequest): string | undefined {
   return /;\s*charset\s*=\s*"?([^";\s]+)/i.exec(request.headers['content-type'] ?? '')?.[1];
 }
 
+const UNSTORABLE = 'Must not contain NUL characters or unpaired surrogates';
+
+/** Query strings can spell U+0000 too (%00); refused before validation, by name. */
+export function registerQueryCheck(app: FastifyInstance) {
+  app.addHook('preValidation', async (request) => {
+    const unstorableAt = pointersWhere(request.query, unstorable);
+    if (unstorableAt.length === 0) return;
+    throw new ApiError(
+      request.routeOptions.config.validationStatus ?? 400,
+      'Query string has values the service cannot read',
+      unstorableAt.map((pointer) => ({ loc: `query${pointer}`, msg: UNSTORABLE, type: 'invalid_string' })),
+    );
+  });
+}
+
 /** JSON is the only body the API takes; any other content type is answered 415. */
 export function registerJsonBody(app: FastifyInstance) {
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, text, done) => {
+    // A body that cannot be read is an invalid request like any other: 400, or 422 on spend.
+    const invalid = request.routeOptions.config.validationStatus ?? 400;
     const fail = (status: number, message: string, errors: ApiError['errors'] = null) =>
       done(new ApiError(status, message, errors), undefined);
     const charset = charsetOf(request);
@@ -33,7 +50,7 @@ export function registerJsonBody(app: FastifyInstance) {
     if (body.length === 0) {
       // Clients that always send a Content-Type may send no body to a route that takes none.
       if (!request.routeOptions.schema?.body) return done(null, undefined);
-      return fail(400, 'Request body is empty; send a JSON document');
+      return fail(invalid, 'Request body is empty; send a JSON document');
     }
     let value: unknown;
     try {
@@ -43,14 +60,14 @@ export function registerJsonBody(app: FastifyInstance) {
       const message = /forbidden prototype property/.test((error as Error).message)
         ? 'Request body must not contain __proto__ or constructor.prototype keys'
         : `Request body is not valid JSON: ${(error as Error).message}`;
-      return fail(400, message);
+      return fail(invalid, message);
     }
     const unstorableAt = body.includes('\\u') ? pointersWhere(value, unstorable) : [];
     if (unstorableAt.length > 0) {
       return fail(
-        request.routeOptions.config.validationStatus ?? 400,
+        invalid,
         'Request body has strings the service cannot store',
-        unstorableAt.map((pointer) => ({ loc: `body${pointer}`, msg: 'Must not contain NUL characters or unpaired surrogates', type: 'invalid_string' })),
+        unstorableAt.map((pointer) => ({ loc: `body${pointer}`, msg: UNSTORABLE, type: 'invalid_string' })),
       );
     }
     request.rawBody = body;

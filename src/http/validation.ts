@@ -160,7 +160,8 @@ const TYPES: Record<string, string> = {
 };
 
 const FORMAT_MESSAGES: Record<string, string> = {
-  'date-time': 'Must be an ISO-8601 date-time with a time zone, such as 2024-03-08T01:23:45-08:00 or 2024-03-08T09:23:45Z',
+  'date-time':
+    'Must be an ISO-8601 date-time with a time zone, such as 2024-03-08T01:23:45-08:00 or 2024-03-08T09:23:45Z (in a URL, write + as %2B)',
   'whole-hour':
     'Must be an ISO-8601 date-time with a time zone at exactly the start of an hour, such as 2024-03-08T01:00:00-08:00 or 2024-03-08T09:00:00Z',
   date: 'Must be a date written YYYY-MM-DD',

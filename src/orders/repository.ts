@@ -39,11 +39,11 @@ export function createOrderRepository(db: Database) {
   async function attachAliases(tx: Queryable, tenant: Tenant, aliases: readonly AliasToAttach[]): Promise<number> {
     if (aliases.length === 0) return 0;
     const params = [tenant.clientId, tenant.environment, aliasRecords(aliases)];
-    // Sorted, so that concurrent requests lock alias keys in the same order and never deadlock.
+    // Sorted as the key is (byte-wise), so that concurrent requests lock alias keys in one order.
     const added = await tx.query(
       `INSERT INTO order_aliases (client_id, environment, alias_type, alias_id, order_id)
        SELECT $1, $2, a.type, a.id, a.order_id FROM ${ALIAS_RECORDS}
-        ORDER BY a.type, a.id
+        ORDER BY a.type COLLATE "C", a.id COLLATE "C"
        ON CONFLICT DO NOTHING
        RETURNING 1`,
       params,
@@ -70,14 +70,14 @@ export function createOrderRepository(db: Database) {
      */
     upsert(tenant: Tenant, batchJson: string, aliases: readonly AliasToAttach[]) {
       return db.transaction(async (tx) => {
-        // Sorted by order_id, so that concurrent batches lock rows in the same order.
+        // Sorted by order_id as the key is (byte-wise), so that concurrent batches lock rows in one order.
         // updated_at is read from the clock after the row lock is held, so it never goes back.
         const rows = await tx.query<{ inserted: boolean }>(
           `INSERT INTO orders AS o (client_id, environment, order_id, time_of_purchase, body, created_at, updated_at)
            SELECT $1, $2, b.body->>'order_id', (b.body->>'time_of_purchase')::timestamptz,
                   b.body - 'alternate_order_ids', now(), now()
              FROM jsonb_array_elements($3::jsonb) AS b(body)
-            ORDER BY b.body->>'order_id'
+            ORDER BY b.body->>'order_id' COLLATE "C"
            ON CONFLICT (client_id, environment, order_id) DO UPDATE SET
              time_of_purchase = excluded.time_of_purchase, body = excluded.body, updated_at = clock_timestamp()
            RETURNING (xmax = 0) AS inserted`,

@@ -1,6 +1,14 @@
 import type { Tenant } from '../auth/tenant.js';
 import type { Database } from '../db/index.js';
 import type { SpendCollection } from './collection.js';
+import { MAX_MEASURE, MAX_MEASURE_DECIMALS, MEASURES } from './schema.js';
+
+/** A measure of a request's record that is out of bounds as an exact decimal. */
+export interface MeasureProblem {
+  index: number;
+  field: (typeof MEASURES)[number];
+  problem: 'minimum' | 'maximum' | 'decimals';
+}
 
 /** An inclusive range of periods, written as the API writes them (date-times or dates). */
 export interface PeriodRange {
@@ -52,16 +60,20 @@ export function createSpendRepository(db: Database, collection: SpendCollection)
   // ids and names, 0 for missing or empty measures.
   const measure = (field: string) => `coalesce(nullif(r->>'${field}', ''), '0')::numeric AS ${field}`;
   const orEmpty = (field: string) => `coalesce(r->>'${field}', '') AS ${field}`;
+  // Ids compare byte by byte, as in the table's key: rows are then sorted (and locked) in the
+  // order a DELETE walks the index, whatever the database's default collation.
+  const id = (field: string, fallback?: string) =>
+    `${fallback ? `coalesce(r->>'${field}', ${fallback})` : `r->>'${field}'`} COLLATE "C" AS ${field}`;
   const input = `input AS (
     SELECT t.n, (r->>'${timeField}')::${sqlType} AS period,
-           ${orEmpty('platform_account_id')}, r->>'platform_name' AS platform_name,
-           r->>'campaign_id' AS campaign_id, r->>'campaign_name' AS campaign_name,
-           ${orEmpty('adset_id')}, ${orEmpty('adset_name')}, ${orEmpty('ad_id')}, ${orEmpty('ad_name')},
+           ${id('platform_account_id', "''")}, ${id('platform_name')}, ${id('campaign_id')}, r->>'campaign_name' AS campaign_name,
+           ${id('adset_id', "''")}, ${orEmpty('adset_name')}, ${id('ad_id', "''")}, ${orEmpty('ad_name')},
            ${measure('spend')}, r->>'spend_currency' AS spend_currency, ${measure('impressions')}, ${measure('clicks')},
            now() AS created_at, now() AS updated_at
       FROM jsonb_array_elements($1::jsonb -> 'data') WITH ORDINALITY AS t(r, n))`;
 
-  // Sorted by key, so that concurrent requests lock rows in the same order and never deadlock;
+  // Sorted by key, so that concurrent requests lock rows in the same order as each other and as
+  // a DELETE;
   // updated_at is read from the clock after the row lock is held, so it never goes back.
   const upsertSql = `WITH ${input},
     upserted AS (
@@ -81,6 +93,23 @@ export function createSpendRepository(db: Database, collection: SpendCollection)
   const one = async (sql: string, params: unknown[]) => (await db.query<{ items: string }>(sql, params))[0]!.items;
 
   return {
+    /**
+     * The measures of `bodyJson` out of bounds as exact decimals. A JSON parser hands over
+     * binary floats, in which -1e-400 is -0 and 100000000000000.001 is the maximum; the
+     * database reads the text as it is, and stores it so.
+     */
+    measureProblems: (bodyJson: string) =>
+      db.query<MeasureProblem>(
+        `SELECT (t.n - 1)::int AS index, f.field,
+                CASE WHEN v < 0 THEN 'minimum' WHEN v > $2::numeric THEN 'maximum' ELSE 'decimals' END AS problem
+           FROM jsonb_array_elements($1::jsonb -> 'data') WITH ORDINALITY AS t(r, n)
+          CROSS JOIN unnest($4::text[]) AS f(field)
+          CROSS JOIN LATERAL (SELECT (r->>f.field)::numeric AS v) AS x
+          WHERE jsonb_typeof(r->f.field) = 'number' AND (v < 0 OR v > $2::numeric OR scale(v) > $3)
+          ORDER BY t.n, f.field`,
+        [bodyJson, MAX_MEASURE, MAX_MEASURE_DECIMALS, MEASURES],
+      ),
+
     /** Inserts or overwrites the records of `bodyJson` (`{"data": [...]}`, as received); answers them in request order. */
     upsert: (tenant: Tenant, bodyJson: string) => one(upsertSql, [bodyJson, tenant.clientId, tenant.environment]),
 

@@ -4,10 +4,16 @@ import { dataJson } from '../http/json-text.js';
 import { pageInfo, pageRequested } from '../http/pagination.js';
 import { ErrorEnvelope } from '../http/schemas.js';
 import type { SpendCollection } from './collection.js';
-import type { PeriodRange, SpendRepository } from './repository.js';
-import { KEY_FIELDS, spendSchemas, type SpendInput, type SpendListQuery } from './schema.js';
+import type { MeasureProblem, PeriodRange, SpendRepository } from './repository.js';
+import { KEY_FIELDS, MAX_MEASURE, MAX_MEASURE_DECIMALS, spendSchemas, type SpendInput, type SpendListQuery } from './schema.js';
 
 const errors = { 401: ErrorEnvelope, 422: ErrorEnvelope };
+
+const MEASURE_MESSAGES: Record<MeasureProblem['problem'], string> = {
+  minimum: 'Must be at least 0',
+  maximum: `Must be at most ${MAX_MEASURE}`,
+  decimals: `Must have at most ${MAX_MEASURE_DECIMALS} decimal places`,
+};
 
 /** A key may appear once per request; two records of one key would overwrite each other. */
 function duplicateKeys(collection: SpendCollection, records: readonly SpendInput[]): ErrorItem[] {
@@ -72,8 +78,11 @@ export const spendRoutes: FastifyPluginAsyncTypebox<SpendRouteOptions> = async (
       },
     },
     async (request, reply) => {
-      const duplicates = duplicateKeys(collection, request.body.data as SpendInput[]);
-      if (duplicates.length > 0) throw invalidRequest(duplicates, 422);
+      const problems = duplicateKeys(collection, request.body.data as SpendInput[]);
+      for (const { index, field, problem } of await spend.measureProblems(request.rawBody!)) {
+        problems.push({ loc: `body/data/${index}/${field}`, msg: MEASURE_MESSAGES[problem], type: problem === 'decimals' ? 'scale' : problem });
+      }
+      if (problems.length > 0) throw invalidRequest(problems, 422);
       const items = request.tenant.dryRun ? await spend.preview(request.rawBody!) : await spend.upsert(request.tenant, request.rawBody!);
       return reply.code(201).type('application/json').send(dataJson(items) as never);
     },

@@ -1,16 +1,19 @@
 import { Type, type Static, type TSchema } from 'typebox';
 import { PageQuery, pageOf } from '../http/pagination.js';
-import { MAX_ID_LENGTH } from '../http/schemas.js';
 import { CURRENCY_CODES } from '../reference-codes.js';
 import type { SpendCollection } from './collection.js';
 
 export const MAX_RECORDS_PER_REQUEST = 1000;
+/** Bounds of spend, impressions and clicks: order amounts' maximum, and a dozen decimal places. */
+export const MAX_MEASURE = 100_000_000_000_000;
+export const MAX_MEASURE_DECIMALS = 12;
+export const MEASURES = ['spend', 'impressions', 'clicks'] as const;
 
 const Text = (description: string) => Type.String({ description });
 const TextOrEmpty = (description: string) => Type.Optional(Type.String({ default: '', description: `${description} Default "".` }));
-const Id = (description: string) => Type.String({ maxLength: MAX_ID_LENGTH, description });
-const IdOrEmpty = (description: string) =>
-  Type.Optional(Type.String({ maxLength: MAX_ID_LENGTH, default: '', description: `${description} Default "".` }));
+const Id = (maxLength: number, description: string) => Type.String({ maxLength, description });
+const IdOrEmpty = (maxLength: number, description: string) =>
+  Type.Optional(Type.String({ maxLength, default: '', description: `${description} Default "".` }));
 
 const NOT_A_MEASURE = { msg: 'Must be a number of at least 0, or empty for 0', type: 'type' };
 
@@ -20,19 +23,25 @@ const Measure = (description: string, options: object = {}) =>
     // JSON Schema keywords apply to their own types only: minimum to numbers, maxLength to strings.
     type: ['number', 'string', 'null'],
     minimum: 0,
+    maximum: MAX_MEASURE,
     maxLength: 0,
-    description: `${description} At least 0; null or "" mean 0.`,
+    description: `${description} From 0 to ${MAX_MEASURE}, at most ${MAX_MEASURE_DECIMALS} decimal places; null or "" mean 0.`,
     'x-messages': { type: NOT_A_MEASURE, maxLength: NOT_A_MEASURE },
     ...options,
   });
 
 /** The identity of a record, less its period: with the period, its key. */
+/**
+ * The key's five ids share one index entry (at most 2,704 bytes): their lengths are chosen so
+ * that the longest key fits even at four bytes a character.
+ */
+export const ID_LENGTHS = { platform_name: 64, platform_account_id: 128, campaign_id: 140, adset_id: 140, ad_id: 140 };
 const identity = {
-  platform_account_id: IdOrEmpty('Ad platform account id.'),
-  platform_name: Id('Ad platform name.'),
-  campaign_id: Id('Campaign id (utm_campaign, when known).'),
-  adset_id: IdOrEmpty('Adset id (utm_term, when known).'),
-  ad_id: IdOrEmpty('Ad id (utm_content, when known).'),
+  platform_account_id: IdOrEmpty(ID_LENGTHS.platform_account_id, 'Ad platform account id.'),
+  platform_name: Id(ID_LENGTHS.platform_name, 'Ad platform name.'),
+  campaign_id: Id(ID_LENGTHS.campaign_id, 'Campaign id (utm_campaign, when known).'),
+  adset_id: IdOrEmpty(ID_LENGTHS.adset_id, 'Adset id (utm_term, when known).'),
+  ad_id: IdOrEmpty(ID_LENGTHS.ad_id, 'Ad id (utm_content, when known).'),
 };
 
 export const KEY_FIELDS = ['platform_name', 'platform_account_id', 'campaign_id', 'adset_id', 'ad_id'] as const;
