@@ -1,6 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { ApiError, invalidRequest, type ErrorItem } from '../http/errors.js';
-import { pointersWhere } from '../http/json-pointers.js';
 import { dataJson } from '../http/json-text.js';
 import { pageInfo, pageRequested } from '../http/pagination.js';
 import { ErrorEnvelope } from '../http/schemas.js';
@@ -20,6 +19,20 @@ import { orderWarnings } from './warnings.js';
 const plural = (count: number, noun: string, nouns = `${noun}s`) => `${count} ${count === 1 ? noun : nouns}`;
 
 const errors = { 400: ErrorEnvelope, 401: ErrorEnvelope };
+
+/**
+ * Pointers to the amounts of a batch that a binary float reads as exactly the maximum: they may
+ * be above it by less than a float can tell, and are then checked as exact decimals.
+ */
+function amountsAtMaximum(batch: readonly Order[]): string[] {
+  const at = (pointer: string, values: Record<string, unknown>, fields: readonly string[]) =>
+    fields.filter((field) => values[field] === MAX_AMOUNT).map((field) => `${pointer}/${field}`);
+  return batch.flatMap((order, o) => [
+    ...at(`/${o}`, order, ['tax', 'purchase_total', 'shipping_cost', 'discount_amount']),
+    ...order.products.flatMap((product, p) => at(`/${o}/products/${p}`, product, ['quantity', 'price'])),
+    ...(order.refunds ?? []).flatMap((refund, r) => at(`/${o}/refunds/${r}`, refund, ['quantity', 'refund_amount', 'refund_cost'])),
+  ]);
+}
 
 /** An alias of the request, with where the request gave it. */
 interface RequestedAlias extends AliasToAttach {
@@ -72,7 +85,7 @@ export const orderRoutes: FastifyPluginAsyncTypebox<{ orders: OrderRepository }>
    */
   async function checkBatch(batch: readonly Order[], batchJson: string, aliases: readonly RequestedAlias[]) {
     const problems = aliasesGivenTwice(aliases);
-    const atMaximum = pointersWhere(batch, (value) => value === MAX_AMOUNT);
+    const atMaximum = amountsAtMaximum(batch);
     if (atMaximum.length > 0) {
       for (const pointer of await orders.numbersAbove(batchJson, atMaximum, MAX_AMOUNT)) {
         problems.push({ loc: `body${pointer}`, msg: `Must be at most ${MAX_AMOUNT}`, type: 'maximum' });
