@@ -15,7 +15,7 @@ const UNKNOWN_UUID = '3f1e2d3c-4b5a-4978-8a6b-5c4d3e2f1a0b';
 const RANGE = { start_date: '2024-01-01', end_date: '2024-12-31' };
 
 interface AdminRequest {
-  method: 'POST' | 'DELETE';
+  method: 'GET' | 'POST' | 'PATCH' | 'DELETE';
   url: string;
   payload?: object;
 }
@@ -25,6 +25,8 @@ const EVERY_ROUTE: AdminRequest[] = [
   { method: 'POST', url: '/admin/v1/clients', payload: { name: 'Acme' } },
   { method: 'POST', url: `/admin/v1/clients/${UNKNOWN_UUID}/api-keys` },
   { method: 'DELETE', url: `/admin/v1/clients/${UNKNOWN_UUID}/api-keys/${UNKNOWN_UUID}` },
+  { method: 'GET', url: `/admin/v1/clients/${UNKNOWN_UUID}` },
+  { method: 'PATCH', url: `/admin/v1/clients/${UNKNOWN_UUID}`, payload: { time_zone: 'UTC' } },
 ];
 
 /** An admin request with `authorization` (the admin token by default; null: no header). */
@@ -80,6 +82,43 @@ describe('admin API', () => {
     assert.equal(list.statusCode, 200, list.body);
 
     assertErrorEnvelope(await adminRequest(service.production, EVERY_ROUTE[1]!), 404);
+  });
+
+  test('GET /admin/v1/clients/{id} shows a client, with time zone UTC until set', async () => {
+    const client = await service.createClient('Shown');
+    const response = await adminRequest(service.production, { method: 'GET', url: `/admin/v1/clients/${client.client_id}` });
+    assert.equal(response.statusCode, 200, response.body);
+    const shown = response.json();
+    assert.deepEqual({ ...shown, created_at: undefined }, { client_id: client.client_id, name: 'Shown', time_zone: 'UTC', created_at: undefined });
+    assert.match(shown.created_at, /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);
+    assertErrorEnvelope(await adminRequest(service.production, { method: 'GET', url: `/admin/v1/clients/${UNKNOWN_UUID}` }), 404);
+  });
+
+  test('PATCH /admin/v1/clients/{id} sets the time zone (an IANA name) and the name', async () => {
+    const client = await service.createClient('Before');
+    const patch = (payload: object, clientId = client.client_id) =>
+      adminRequest(service.production, { method: 'PATCH', url: `/admin/v1/clients/${clientId}`, payload });
+    const zoned = await patch({ time_zone: 'America/New_York' });
+    assert.equal(zoned.statusCode, 200, zoned.body);
+    assert.equal(zoned.json().time_zone, 'America/New_York');
+    assert.equal(zoned.json().name, 'Before');
+    const renamed = await patch({ name: 'After' });
+    assert.deepEqual([renamed.json().name, renamed.json().time_zone], ['After', 'America/New_York']);
+    const shown = await adminRequest(service.production, { method: 'GET', url: `/admin/v1/clients/${client.client_id}` });
+    assert.deepEqual([shown.json().name, shown.json().time_zone], ['After', 'America/New_York']);
+
+    for (const [payload, loc, type] of [
+      [{ time_zone: 'Mars/Olympus_Mons' }, 'body/time_zone', 'enum'],
+      [{ time_zone: 'america/new_york' }, 'body/time_zone', 'enum'],
+      [{ time_zone: '' }, 'body/time_zone', 'min_length'],
+      [{}, 'body', 'min_properties'],
+      [{ time_zone: 'UTC', plan: 'gold' }, 'body/plan', 'additional_property'],
+    ] as const) {
+      const body = assertErrorEnvelope(await patch(payload), 400);
+      assert.deepEqual(body.errors?.map((item) => [item.loc, item.type]), [[loc, type]], JSON.stringify(payload));
+    }
+    assert.equal((await adminRequest(service.production, { method: 'GET', url: `/admin/v1/clients/${client.client_id}` })).json().time_zone, 'America/New_York');
+    assertErrorEnvelope(await patch({ time_zone: 'UTC' }, UNKNOWN_UUID), 404);
   });
 
   test('routes without a body take a Content-Type: application/json and no body', async () => {

@@ -1,12 +1,19 @@
 import { Type } from 'typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { ApiError } from '../http/errors.js';
+import { ApiError, invalidRequest } from '../http/errors.js';
 import { ErrorEnvelope } from '../http/schemas.js';
 import { hashSecret, matchesAny } from './api-keys.js';
 import type { ClientRepository } from './repository.js';
 import { ClientName } from './schema.js';
 
 const ClientId = Type.String({ format: 'uuid' });
+const TimeZone = Type.String({ minLength: 1, description: 'IANA time zone of the client\'s exports, such as Europe/Berlin. Default UTC.' });
+const ClientView = Type.Object({
+  client_id: ClientId,
+  name: Type.String(),
+  time_zone: Type.String(),
+  created_at: Type.String({ format: 'date-time' }),
+});
 const IssuedKey = {
   api_key: Type.String({ description: 'Shown this once; only its hash is kept.' }),
   key_id: Type.String({ format: 'uuid' }),
@@ -42,6 +49,47 @@ export const adminRoutes: FastifyPluginAsyncTypebox<AdminOptions> = async (app, 
     async (request, reply) => {
       const { client_id, name, api_key, key_id } = await clients.create(request.body.name);
       return reply.code(201).send({ client_id, name, api_key, key_id });
+    },
+  );
+
+  app.get(
+    '/clients/:client_id',
+    {
+      schema: {
+        summary: 'Show a client',
+        params: Type.Object({ client_id: ClientId }),
+        response: { 200: ClientView, ...errors },
+      },
+    },
+    async (request) => {
+      const client = await clients.find(request.params.client_id);
+      if (!client) throw new ApiError(404, 'Client not found');
+      return client;
+    },
+  );
+
+  app.patch(
+    '/clients/:client_id',
+    {
+      schema: {
+        summary: 'Rename a client or set its time zone',
+        params: Type.Object({ client_id: ClientId }),
+        body: Type.Object(
+          { name: Type.Optional(ClientName), time_zone: Type.Optional(TimeZone) },
+          { additionalProperties: false, minProperties: 1 },
+        ),
+        response: { 200: ClientView, ...errors },
+      },
+    },
+    async (request) => {
+      const result = await clients.update(request.params.client_id, request.body);
+      if (result === 'unknown_client') throw new ApiError(404, 'Client not found');
+      if (result === 'unknown_time_zone') {
+        throw invalidRequest([
+          { loc: 'body/time_zone', msg: 'Must be an IANA time zone name, such as Europe/Berlin or UTC', type: 'enum' },
+        ]);
+      }
+      return result;
     },
   );
 

@@ -5,13 +5,17 @@ import { generateApiKey, hashSecret } from './api-keys.js';
 export interface Client {
   client_id: string;
   name: string;
-  created_at: Date;
+  time_zone: string;
+  /** ISO-8601, UTC. */
+  created_at: string;
 }
 
 export interface IssuedKey {
   api_key: string;
   key_id: string;
 }
+
+const CLIENT = 'client_id, name, time_zone, utc_iso(created_at) AS created_at';
 
 export type ClientRepository = ReturnType<typeof createClientRepository>;
 
@@ -31,7 +35,7 @@ export function createClientRepository(db: Database) {
     create(name: string): Promise<Client & IssuedKey> {
       return db.transaction(async (tx) => {
         const [client] = await tx.query<Client>(
-          'INSERT INTO clients (client_id, name) VALUES ($1, $2) RETURNING client_id, name, created_at',
+          `INSERT INTO clients (client_id, name) VALUES ($1, $2) RETURNING ${CLIENT}`,
           [randomUUID(), name],
         );
         return { ...client!, ...(await issueKey(tx, client!.client_id)) };
@@ -39,7 +43,35 @@ export function createClientRepository(db: Database) {
     },
 
     list(): Promise<Client[]> {
-      return db.query<Client>('SELECT client_id, name, created_at FROM clients ORDER BY created_at, client_id');
+      return db.query<Client>(`SELECT ${CLIENT} FROM clients ORDER BY clients.created_at, client_id`);
+    },
+
+    async find(clientId: string): Promise<Client | undefined> {
+      const [client] = await db.query<Client>(`SELECT ${CLIENT} FROM clients WHERE client_id = $1`, [
+        clientId,
+      ]);
+      return client;
+    },
+
+    /**
+     * Changes a client's name or time zone: the client, 'unknown_client', or
+     * 'unknown_time_zone' when PostgreSQL (which buckets exports by it) does not know the zone.
+     */
+    async update(
+      clientId: string,
+      changes: { name?: string; time_zone?: string },
+    ): Promise<Client | 'unknown_client' | 'unknown_time_zone'> {
+      if (changes.time_zone !== undefined) {
+        const known = await db.query('SELECT 1 FROM pg_timezone_names WHERE name = $1', [changes.time_zone]);
+        if (known.length === 0) return 'unknown_time_zone';
+      }
+      const [client] = await db.query<Client>(
+        `UPDATE clients SET name = coalesce($2, name), time_zone = coalesce($3, time_zone)
+          WHERE client_id = $1
+          RETURNING ${CLIENT}`,
+        [clientId, changes.name ?? null, changes.time_zone ?? null],
+      );
+      return client ?? 'unknown_client';
     },
 
     /** A new key for an existing client; undefined when there is no such client. */

@@ -148,6 +148,7 @@ const TYPES: Record<string, string> = {
   exclusiveMaximum: 'maximum',
   minItems: 'min_items',
   maxItems: 'max_items',
+  minProperties: 'min_properties',
   uniqueItems: 'unique',
   'x-unique-by': 'unique',
   'x-exclusive': 'exclusive',
@@ -197,6 +198,8 @@ function defaultMessage(error: ErrorObject): string {
       return `Must have at least ${limit} item${limit === 1 ? '' : 's'}`;
     case 'maxItems':
       return `Must have at most ${limit} items`;
+    case 'minProperties':
+      return `Must have at least ${limit} propert${limit === 1 ? 'y' : 'ies'}`;
     case 'uniqueItems':
       return `Items must be unique: items ${params.j} and ${params.i} are the same`;
     case 'enum': {
