@@ -94,7 +94,6 @@ const distinct = keyword('x-distinct', 'object', ([a, b]: [string, string], data
 const EMAIL = /^[^\s@]+@[^\s@.]+(?:\.[^\s@.]+)+$/u;
 export const isEmail = (value: string) => value.length <= 254 && EMAIL.test(value);
 
-
 function createAjv(options: { coerceTypes: boolean }): Ajv {
   const ajv = new Ajv({
     allErrors: true,

@@ -9,11 +9,9 @@ export const MAX_MEASURE = 100_000_000_000_000;
 export const MAX_MEASURE_DECIMALS = 12;
 export const MEASURES = ['spend', 'impressions', 'clicks'] as const;
 
-const Text = (description: string) => Type.String({ description });
-const TextOrEmpty = (description: string) => Type.Optional(Type.String({ default: '', description: `${description} Default "".` }));
-const Id = (maxLength: number, description: string) => Type.String({ maxLength, description });
-const IdOrEmpty = (maxLength: number, description: string) =>
-  Type.Optional(Type.String({ maxLength, default: '', description: `${description} Default "".` }));
+const Text = (description: string, maxLength?: number) => Type.String({ description, ...(maxLength && { maxLength }) });
+const TextOrEmpty = (description: string, maxLength?: number) =>
+  Type.Optional(Type.String({ default: '', description: `${description} Default "".`, ...(maxLength && { maxLength }) }));
 
 const NOT_A_MEASURE = { msg: 'Must be a number of at least 0, or empty for 0', type: 'type' };
 
@@ -30,18 +28,19 @@ const Measure = (description: string, options: object = {}) =>
     ...options,
   });
 
-/** The identity of a record, less its period: with the period, its key. */
 /**
  * The key's five ids share one index entry (at most 2,704 bytes): their lengths are chosen so
  * that the longest key fits even at four bytes a character.
  */
-export const ID_LENGTHS = { platform_name: 64, platform_account_id: 128, campaign_id: 140, adset_id: 140, ad_id: 140 };
+const ID_LENGTHS = { platform_name: 64, platform_account_id: 128, campaign_id: 140, adset_id: 140, ad_id: 140 };
+
+/** The identity of a record, less its period: with the period, its key. */
 const identity = {
-  platform_account_id: IdOrEmpty(ID_LENGTHS.platform_account_id, 'Ad platform account id.'),
-  platform_name: Id(ID_LENGTHS.platform_name, 'Ad platform name.'),
-  campaign_id: Id(ID_LENGTHS.campaign_id, 'Campaign id (utm_campaign, when known).'),
-  adset_id: IdOrEmpty(ID_LENGTHS.adset_id, 'Adset id (utm_term, when known).'),
-  ad_id: IdOrEmpty(ID_LENGTHS.ad_id, 'Ad id (utm_content, when known).'),
+  platform_account_id: TextOrEmpty('Ad platform account id.', ID_LENGTHS.platform_account_id),
+  platform_name: Text('Ad platform name.', ID_LENGTHS.platform_name),
+  campaign_id: Text('Campaign id (utm_campaign, when known).', ID_LENGTHS.campaign_id),
+  adset_id: TextOrEmpty('Adset id (utm_term, when known).', ID_LENGTHS.adset_id),
+  ad_id: TextOrEmpty('Ad id (utm_content, when known).', ID_LENGTHS.ad_id),
 };
 
 export const KEY_FIELDS = ['platform_name', 'platform_account_id', 'campaign_id', 'adset_id', 'ad_id'] as const;
