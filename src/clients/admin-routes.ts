@@ -8,6 +8,8 @@ import { ClientName } from './schema.js';
 
 const ClientId = Type.String({ format: 'uuid' });
 const TimeZone = Type.String({ minLength: 1, description: 'IANA time zone of the client\'s exports, such as Europe/Berlin. Default UTC.' });
+const ClientParams = Type.Object({ client_id: ClientId });
+const clientNotFound = () => new ApiError(404, 'Client not found');
 const ClientView = Type.Object({
   client_id: ClientId,
   name: Type.String(),
@@ -57,13 +59,13 @@ export const adminRoutes: FastifyPluginAsyncTypebox<AdminOptions> = async (app, 
     {
       schema: {
         summary: 'Show a client',
-        params: Type.Object({ client_id: ClientId }),
+        params: ClientParams,
         response: { 200: ClientView, ...errors },
       },
     },
     async (request) => {
       const client = await clients.find(request.params.client_id);
-      if (!client) throw new ApiError(404, 'Client not found');
+      if (!client) throw clientNotFound();
       return client;
     },
   );
@@ -73,7 +75,7 @@ export const adminRoutes: FastifyPluginAsyncTypebox<AdminOptions> = async (app, 
     {
       schema: {
         summary: 'Rename a client or set its time zone',
-        params: Type.Object({ client_id: ClientId }),
+        params: ClientParams,
         body: Type.Object(
           { name: Type.Optional(ClientName), time_zone: Type.Optional(TimeZone) },
           { additionalProperties: false, minProperties: 1 },
@@ -83,7 +85,7 @@ export const adminRoutes: FastifyPluginAsyncTypebox<AdminOptions> = async (app, 
     },
     async (request) => {
       const result = await clients.update(request.params.client_id, request.body);
-      if (result === 'unknown_client') throw new ApiError(404, 'Client not found');
+      if (result === 'unknown_client') throw clientNotFound();
       if (result === 'unknown_time_zone') {
         throw invalidRequest([
           { loc: 'body/time_zone', msg: 'Must be an IANA time zone name, such as Europe/Berlin or UTC', type: 'enum' },
@@ -98,13 +100,13 @@ export const adminRoutes: FastifyPluginAsyncTypebox<AdminOptions> = async (app, 
     {
       schema: {
         summary: 'Issue another API key for a client',
-        params: Type.Object({ client_id: ClientId }),
+        params: ClientParams,
         response: { 201: Type.Object(IssuedKey), ...errors },
       },
     },
     async (request, reply) => {
       const key = await clients.createKey(request.params.client_id);
-      if (!key) throw new ApiError(404, 'Client not found');
+      if (!key) throw clientNotFound();
       return reply.code(201).send(key);
     },
   );
