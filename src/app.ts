@@ -10,6 +10,9 @@ import { createClientRepository } from './clients/repository.js';
 import type { Config } from './config.js';
 import { isUuid } from './uuid.js';
 import type { Database } from './db/index.js';
+import { createExportJobs } from './exports/jobs.js';
+import { createLinkSigner, signingSecret } from './exports/links.js';
+import { exportFileRoutes, exportRoutes } from './exports/routes.js';
 import { healthRoutes } from './health.js';
 import { ApiError, registerErrorHandling, sendError } from './http/errors.js';
 import { registerJsonBody, registerQueryCheck } from './http/json-body.js';
@@ -27,6 +30,8 @@ export interface AppOptions {
   environment: Environment;
   /** Omitted: no logging (tests). */
   logger?: Logger;
+  /** Told when an export is created, so that a worker can start on it at once. */
+  onExportCreated?: () => void;
 }
 
 /** A caller's own X-Request-Id is kept when it is a UUID, so its logs and ours line up. */
@@ -36,7 +41,7 @@ function requestId(request: { headers: Record<string, string | string[] | undefi
 }
 
 /** Builds the API of one environment (production or UAT) on a shared database. */
-export async function buildApp({ config, db, environment, logger }: AppOptions) {
+export async function buildApp({ config, db, environment, logger, onExportCreated = () => {} }: AppOptions) {
   const app = Fastify<RawServerDefault>({
     loggerInstance: logger?.child({ environment }),
     logController: new LogController({ disableRequestLogging: true }),
@@ -93,6 +98,9 @@ export async function buildApp({ config, db, environment, logger }: AppOptions) 
 
   await app.register(healthRoutes, { db });
 
+  const signer = createLinkSigner(await signingSecret(db, config.exportSigningSecret), config.publicUrl);
+  await app.register(exportFileRoutes, { signer, exportsDir: config.exportsDir });
+
   const clients = createClientRepository(db);
   if (environment === 'production' && config.adminToken) {
     await app.register(adminRoutes, { prefix: '/admin/v1', clients, adminToken: config.adminToken });
@@ -107,6 +115,13 @@ export async function buildApp({ config, db, environment, logger }: AppOptions) 
     for (const collection of [hourly, daily]) {
       await api.register(spendRoutes, { prefix: collection.prefix, collection, spend: createSpendRepository(db, collection) });
     }
+    await api.register(exportRoutes, {
+      prefix: '/v1/exports',
+      jobs: createExportJobs(db),
+      signer,
+      linkTtlSeconds: config.exportLinkTtlSeconds,
+      onCreated: onExportCreated,
+    });
   });
 
   return app;

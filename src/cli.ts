@@ -4,7 +4,7 @@ import { createClientRepository, type ClientRepository } from './clients/reposit
 import { loadConfig } from './config.js';
 import { openDatabase } from './db/index.js';
 import { migrate } from './db/migrate.js';
-import { startServer } from './server.js';
+import { startServer, startWorker } from './server.js';
 import { isUuid } from './uuid.js';
 import { version } from './version.js';
 import { clientNameProblem } from './clients/schema.js';
@@ -31,6 +31,13 @@ program
   .description('start the production and UAT APIs')
   .action(async () => {
     await startServer();
+  });
+
+program
+  .command('worker')
+  .description('run export jobs only (no HTTP), EXPORT_CONCURRENCY at a time')
+  .action(async () => {
+    await startWorker();
   });
 
 program

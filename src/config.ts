@@ -14,6 +14,16 @@ export interface Config {
   /** Largest request body accepted, in bytes. */
   bodyLimitBytes: number;
   logLevel: string;
+  /** Where export files are written. */
+  exportsDir: string;
+  /** The address export download links start with. */
+  publicUrl: string;
+  /** Key of the download links' signatures; when unset, one is generated and kept in the store. */
+  exportSigningSecret: string | undefined;
+  /** Export jobs each process runs at once (0: this process runs none). */
+  exportConcurrency: number;
+  /** How long a download link works. */
+  exportLinkTtlSeconds: number;
 }
 
 export class ConfigError extends Error {}
@@ -22,9 +32,11 @@ const MIB = 1024 * 1024;
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const dataDir = path.resolve(env.DATA_DIR || './data');
+  const host = env.HOST || '127.0.0.1';
+  const port = integer(env, 'PORT', 8080, { max: 65535 });
   return {
-    host: env.HOST || '127.0.0.1',
-    port: integer(env, 'PORT', 8080, { max: 65535 }),
+    host,
+    port,
     uatPort: integer(env, 'UAT_PORT', 8081, { max: 65535 }),
     databaseUrl: env.DATABASE_URL || undefined,
     databasePoolSize: integer(env, 'DATABASE_POOL_SIZE', 10, { min: 1 }),
@@ -32,6 +44,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     adminToken: adminToken(env.ADMIN_TOKEN),
     bodyLimitBytes: integer(env, 'BODY_LIMIT_BYTES', 32 * MIB, { min: 1 }),
     logLevel: env.LOG_LEVEL || 'info',
+    exportsDir: path.resolve(env.EXPORTS_DIR || path.join(dataDir, 'exports')),
+    publicUrl: (env.PUBLIC_URL || `http://${host}:${port}`).replace(/\/+$/, ''),
+    exportSigningSecret: env.EXPORT_SIGNING_SECRET || undefined,
+    exportConcurrency: integer(env, 'EXPORT_CONCURRENCY', 1, { max: 64 }),
+    exportLinkTtlSeconds: integer(env, 'EXPORT_LINK_TTL_SECONDS', 7 * 24 * 3600, { min: 1 }),
   };
 }
 

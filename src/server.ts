@@ -2,10 +2,26 @@ import closeWithGrace from 'close-with-grace';
 import { buildApp } from './app.js';
 import { loadConfig, type Config } from './config.js';
 import { openDatabase } from './db/index.js';
+import { startExports } from './exports/index.js';
 import { migrate } from './db/migrate.js';
 import { createLogger } from './logger.js';
 
 const SHUTDOWN_GRACE_MS = 10_000;
+
+/** Runs export jobs only, with no HTTP: for export capacity apart from the API processes. */
+export async function startWorker(config: Config = loadConfig()) {
+  const logger = createLogger(config.logLevel);
+  const db = await openDatabase(config);
+  await migrate(db);
+  const exports = startExports({ ...config, exportConcurrency: Math.max(config.exportConcurrency, 1) }, db, logger);
+  closeWithGrace({ delay: SHUTDOWN_GRACE_MS }, async ({ signal, err }) => {
+    if (err) logger.error({ err }, 'stopping after an error');
+    else logger.info({ signal }, 'stopping');
+    await exports.stop();
+    await db.close();
+  });
+  logger.info({ store: db.kind }, 'export worker is ready');
+}
 
 /**
  * Starts the production API on PORT and the UAT API on UAT_PORT, one process, one database.
@@ -17,13 +33,14 @@ export async function startServer(config: Config = loadConfig()) {
   const { applied } = await migrate(db);
   if (applied.length > 0) logger.info({ applied }, 'migrations applied');
 
-  const production = await buildApp({ config, db, environment: 'production', logger });
-  const uat = await buildApp({ config, db, environment: 'uat', logger });
+  const exports = startExports(config, db, logger);
+  const production = await buildApp({ config, db, environment: 'production', logger, onExportCreated: exports.wake });
+  const uat = await buildApp({ config, db, environment: 'uat', logger, onExportCreated: exports.wake });
 
   closeWithGrace({ delay: SHUTDOWN_GRACE_MS }, async ({ signal, err }) => {
     if (err) logger.error({ err }, 'shutting down after an error');
     else logger.info({ signal }, 'shutting down');
-    await Promise.all([production.close(), uat.close()]);
+    await Promise.all([production.close(), uat.close(), exports.stop()]);
     await db.close();
   });
 

@@ -15,6 +15,11 @@ test('defaults: ports 8080 and 8081 on 127.0.0.1, embedded store in ./data, no a
     adminToken: undefined,
     bodyLimitBytes: 32 * 1024 * 1024,
     logLevel: 'info',
+    exportsDir: path.resolve('data', 'exports'),
+    publicUrl: 'http://127.0.0.1:8080',
+    exportSigningSecret: undefined,
+    exportConcurrency: 1,
+    exportLinkTtlSeconds: 604800,
   });
 });
 
@@ -29,6 +34,11 @@ test('every variable is read', () => {
     ADMIN_TOKEN: 'a-secret-of-24-characters',
     BODY_LIMIT_BYTES: '1000',
     LOG_LEVEL: 'warn',
+    EXPORTS_DIR: '/tmp/exports',
+    PUBLIC_URL: 'https://tributary.example.com/',
+    EXPORT_SIGNING_SECRET: 'shh',
+    EXPORT_CONCURRENCY: '4',
+    EXPORT_LINK_TTL_SECONDS: '3600',
   });
   assert.deepEqual(config, {
     host: '0.0.0.0',
@@ -40,6 +50,11 @@ test('every variable is read', () => {
     adminToken: 'a-secret-of-24-characters',
     bodyLimitBytes: 1000,
     logLevel: 'warn',
+    exportsDir: '/tmp/exports',
+    publicUrl: 'https://tributary.example.com',
+    exportSigningSecret: 'shh',
+    exportConcurrency: 4,
+    exportLinkTtlSeconds: 3600,
   });
 });
 

@@ -76,3 +76,25 @@ test('SIGTERM stops accepting, finishes the request in flight, then closes the s
   const [row] = await store.withStore((db) => db.query<{ n: number }>('SELECT count(*)::int AS n FROM orders'));
   assert.equal(row?.n, 1000, 'the in-flight batch was stored whole');
 });
+
+test('tributary worker runs export jobs alone and stops cleanly on SIGTERM', async () => {
+  const workerStore = await createChildStore();
+  try {
+    const worker = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'worker'], {
+      cwd: ROOT,
+      env: { ...workerStore.env, LOG_LEVEL: 'info' },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    let output = '';
+    worker.stdout!.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
+    while (!output.includes('export worker is ready')) {
+      if (worker.exitCode !== null) throw new Error(`the worker exited: ${output}`);
+      await once(worker.stdout!, 'data');
+    }
+    worker.kill('SIGTERM');
+    const [code] = (await once(worker, 'exit')) as [number];
+    assert.equal(code, 0, output);
+  } finally {
+    await workerStore.cleanup();
+  }
+});

@@ -1,0 +1,99 @@
+import { instantOf } from '../date-time.js';
+import type { PERIOD_TYPES } from './schema.js';
+
+type PeriodType = (typeof PERIOD_TYPES)[number];
+
+/**
+ * The period an export covers, half-open: `from` inclusive, `to` exclusive. Relative periods are
+ * whole local days of the client's time zone (`YYYY-MM-DD`, midnight there, whatever its offset
+ * that day); a FIXED period is two instants.
+ */
+export type Period = { kind: 'days'; from: string; to: string } | { kind: 'instants'; from: string; to: string };
+
+export class PeriodError extends Error {}
+
+const DAY_MS = 86_400_000;
+const MAX_FIXED_YEARS = 2;
+
+/** Calendar arithmetic on plain dates, done in UTC where no day is 23 or 25 hours long. */
+const parse = (date: string) => new Date(`${date}T00:00:00Z`);
+const format = (date: Date) => date.toISOString().slice(0, 10);
+const addDays = (date: string, days: number) => format(new Date(parse(date).getTime() + days * DAY_MS));
+const addMonths = (date: string, months: number) => {
+  const d = parse(date);
+  return format(new Date(Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + months, 1)));
+};
+const monday = (date: string) => addDays(date, -((parse(date).getUTCDay() + 6) % 7));
+const firstOfMonth = (date: string) => `${date.slice(0, 7)}-01`;
+const firstOfYear = (date: string) => `${date.slice(0, 4)}-01-01`;
+const addYears = (date: string, years: number) => `${String(Number(date.slice(0, 4)) + years).padStart(4, '0')}${date.slice(4)}`;
+
+/** Today's date in `timeZone`. */
+export function localToday(timeZone: string, now: Date): string {
+  return new Intl.DateTimeFormat('en-CA', { timeZone, year: 'numeric', month: '2-digit', day: '2-digit' }).format(now);
+}
+
+const LAST_N = /^LAST_(\d+)_(DAYS|WEEKS|MONTHS|YEARS)$/;
+
+/** The relative period `type` as of `today`: [from, to) in local days. Periods end today included only when they say "today" or "to date". */
+function relativeDays(type: Exclude<PeriodType, 'FIXED'>, today: string): [string, string] {
+  const tomorrow = addDays(today, 1);
+  const week = monday(today);
+  const month = firstOfMonth(today);
+  const year = firstOfYear(today);
+  const lastN = LAST_N.exec(type);
+  if (lastN) {
+    const n = Number(lastN[1]);
+    switch (lastN[2]) {
+      case 'DAYS':
+        return [addDays(today, -n), today];
+      case 'WEEKS':
+        return [addDays(week, -7 * n), week];
+      case 'MONTHS':
+        return [addMonths(month, -n), month];
+      default:
+        return [addYears(year, -n), year];
+    }
+  }
+  const periods: Record<string, [string, string]> = {
+    TODAY: [today, tomorrow],
+    YESTERDAY: [addDays(today, -1), today],
+    YESTERDAY_AND_TODAY: [addDays(today, -1), tomorrow],
+    MONTH_TO_DATE: [month, tomorrow],
+    LAST_MONTH: [addMonths(month, -1), month],
+    THIS_WEEK: [week, tomorrow],
+    LAST_WEEK: [addDays(week, -7), week],
+    THIS_WEEK_AND_LAST_WEEK: [addDays(week, -7), tomorrow],
+    THIS_MONTH: [month, addMonths(month, 1)],
+    THIS_MONTH_AND_LAST_MONTH: [addMonths(month, -1), addMonths(month, 1)],
+    YEAR_TO_DATE: [year, tomorrow],
+    LAST_YEAR: [addYears(year, -1), year],
+  };
+  const period = periods[type];
+  if (!period) throw new PeriodError(`Unknown period type ${type}`);
+  return period;
+}
+
+/**
+ * The period an export asks for. `options` is required for FIXED: start before end, at most two
+ * years apart.
+ */
+export function resolvePeriod(
+  type: PeriodType,
+  options: { period_starting_at: string; period_ending_at: string } | undefined,
+  timeZone: string,
+  now: Date,
+): Period {
+  if (type !== 'FIXED') {
+    const [from, to] = relativeDays(type, localToday(timeZone, now));
+    return { kind: 'days', from, to };
+  }
+  if (!options) throw new PeriodError('A FIXED period needs period_options with period_starting_at and period_ending_at');
+  const from = instantOf(options.period_starting_at);
+  const to = instantOf(options.period_ending_at);
+  if (from >= to) throw new PeriodError('period_ending_at must be after period_starting_at');
+  const latest = new Date(from);
+  latest.setUTCFullYear(latest.getUTCFullYear() + MAX_FIXED_YEARS);
+  if (to > latest.getTime()) throw new PeriodError(`A FIXED period may be at most ${MAX_FIXED_YEARS} years long`);
+  return { kind: 'instants', from: options.period_starting_at, to: options.period_ending_at };
+}

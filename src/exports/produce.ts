@@ -1,0 +1,58 @@
+import path from 'node:path';
+import type { Database } from '../db/index.js';
+import { METRICS } from './catalog.js';
+import { writeCsv } from './csv.js';
+import type { ExportJob } from './jobs.js';
+import { resolvePeriod } from './period.js';
+import type { ExportRequest } from './schema.js';
+import { spendRowsSql, type Granularity, type Level } from './spend-rows.js';
+
+export interface ProducerOptions {
+  db: Database;
+  exportsDir: string;
+  /** Rows after which an export continues in another file. */
+  rowsPerFile: number;
+}
+
+/**
+ * Computes an export and writes its CSV files under `<exportsDir>/<export id>/`. The request was
+ * validated, with its defaults filled in, when the export was created; relative periods are
+ * counted from that moment.
+ */
+export function createExportProducer({ db, exportsDir, rowsPerFile }: ProducerOptions) {
+  return async (job: ExportJob, signal: AbortSignal): Promise<string[]> => {
+    const request = job.request as unknown as ExportRequest;
+    const [client] = await db.query<{ time_zone: string }>('SELECT time_zone FROM clients WHERE client_id = $1', [job.client_id]);
+    const timeZone = client!.time_zone;
+    const options = request.options ?? {};
+    const level: Level | null =
+      options.export_aggregation === 'DATE' ? null : options.aggregate_data ? 'platform' : (request.level as Level);
+
+    const { sql, params, columns } = spendRowsSql({
+      tenant: { clientId: job.client_id, environment: job.environment, dryRun: false },
+      timeZone,
+      period: resolvePeriod(request.period_type!, request.period_options, timeZone, new Date(job.created_at)),
+      granularity: request.time_granularity as Granularity,
+      level,
+      includeIds: options.include_ids ?? false,
+      removeZeroSpend: options.remove_zero_spend ?? false,
+    });
+    const dimensions = columns.slice(0, columns.indexOf('currency') + 1);
+    const labelOf = (id: string, label?: string) => label ?? METRICS.find((metric) => metric.id === id)!.label;
+    return db.transaction((tx) =>
+      writeCsv(
+        tx,
+        sql,
+        params,
+        {
+          dir: path.join(exportsDir, job.export_id),
+          baseName: request.export_file_name ?? `export-${job.created_at.slice(0, 10)}`,
+          header: [...dimensions, ...request.metrics.map((metric) => labelOf(metric.id, metric.label))],
+          columns: [...dimensions, ...request.metrics.map((metric) => metric.id)],
+          rowsPerFile,
+        },
+        signal,
+      ),
+    );
+  };
+}

@@ -1,0 +1,162 @@
+import { randomUUID } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { Type } from 'typebox';
+import { ApiError, invalidRequest, type ErrorItem } from '../http/errors.js';
+import { ErrorEnvelope } from '../http/schemas.js';
+import { METRICS } from './catalog.js';
+import type { ExportJobs } from './jobs.js';
+import type { LinkSigner } from './links.js';
+import { PeriodError, resolvePeriod } from './period.js';
+import { BUCKET_FIELDS, ExportRequest } from './schema.js';
+
+const config = { validationStatus: 422 as const };
+const errors = { 401: ErrorEnvelope, 422: ErrorEnvelope };
+const ExportId = Type.String({ format: 'uuid' });
+
+const ExportResult = Type.Object({
+  data_export_id: ExportId,
+  status: Type.Unsafe<'PENDING' | 'SUCCESS' | 'ERROR'>({ type: 'string', enum: ['PENDING', 'SUCCESS', 'ERROR'] }),
+  result: Type.Array(Type.String({ format: 'uri' }), { description: 'Download links of the files, once SUCCESS.' }),
+  created_at: Type.String({ format: 'date-time' }),
+  finished_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
+  warn: Type.Record(Type.String(), Type.Unknown(), { description: 'Ignored options, and why an export failed.' }),
+});
+
+export interface ExportRouteOptions {
+  jobs: ExportJobs;
+  signer: LinkSigner;
+  linkTtlSeconds: number;
+  /** Called when an export is created, so that a worker of this process can start on it at once. */
+  onCreated: () => void;
+}
+
+/** Rules of an export request the schema cannot hold; also what it asks for that is ignored. */
+function checkRequest(request: ExportRequest): { problems: ErrorItem[]; ignored: string[] } {
+  const problems: ErrorItem[] = [];
+  const ignored: string[] = [];
+  try {
+    // Resolved against now only to check it; the worker resolves it again from the creation time.
+    resolvePeriod(request.period_type!, request.period_options, 'UTC', new Date());
+  } catch (error) {
+    if (!(error instanceof PeriodError)) throw error;
+    problems.push({ loc: 'body/period_options', msg: error.message, type: 'period' });
+  }
+  if (request.period_type !== 'FIXED' && request.period_options) ignored.push('period_options (period_type is not FIXED)');
+  request.metrics.forEach((metric, index) => {
+    if (METRICS.find((known) => known.id === metric.id)?.source !== 'spend') {
+      problems.push({ loc: `body/metrics/${index}/id`, msg: 'Not available yet: only spend metrics can be exported', type: 'not_supported' });
+    }
+  });
+  (request.breakdowns ?? []).forEach((breakdown, index) =>
+    problems.push({ loc: `body/breakdowns/${index}/key`, msg: `Unknown breakdown key ${breakdown.key}: GET /v1/exports/breakdowns lists them`, type: 'enum' }),
+  );
+  const attribution = request.attribution_options ?? {};
+  (attribution.attribution_models ?? []).forEach((model, index) =>
+    problems.push({
+      loc: `body/attribution_options/attribution_models/${index}`,
+      msg: `Unknown attribution model ${model}: GET /v1/exports/attribution-models lists them`,
+      type: 'enum',
+    }),
+  );
+  if (attribution.attribution_windows?.length) ignored.push('attribution_options.attribution_windows (no attribution model is exported)');
+  if (attribution.accounting_modes?.length) ignored.push('attribution_options.accounting_modes (no attribution model is exported)');
+  return { problems, ignored };
+}
+
+/** Create and poll exports, and the catalogs of what an export can hold. */
+export const exportRoutes: FastifyPluginAsyncTypebox<ExportRouteOptions> = async (app, { jobs, signer, linkTtlSeconds, onCreated }) => {
+  app.post(
+    '/data-export',
+    {
+      config,
+      schema: {
+        summary: 'Create a data export',
+        description: 'Starts an export; poll GET /v1/exports/data-export/result/{id} until it is SUCCESS or ERROR.',
+        body: ExportRequest,
+        response: { 201: Type.Object({ id: ExportId }), ...errors },
+      },
+      // Asked before the schema, so that this answer comes instead of "property not allowed".
+      preValidation: async (request) => {
+        const body = request.body as Record<string, unknown> | null;
+        const bucketFields = BUCKET_FIELDS.filter((field) => typeof body === 'object' && body !== null && field in body);
+        if (bucketFields.length > 0) {
+          throw invalidRequest(
+            bucketFields.map((field) => ({
+              loc: `body/${field}`,
+              msg: 'This server does not deliver to external buckets: leave this out and download the files from the result URIs',
+              type: 'not_supported',
+            })),
+            422,
+          );
+        }
+      },
+    },
+    async (request, reply) => {
+      const { problems, ignored } = checkRequest(request.body);
+      if (problems.length > 0) throw invalidRequest(problems, 422);
+      const id = randomUUID();
+      if (!request.tenant.dryRun) {
+        await jobs.create(request.tenant, id, request.body, ignored.length > 0 ? { ignored } : {});
+        onCreated();
+      }
+      return reply.code(201).send({ id });
+    },
+  );
+
+  app.get(
+    '/data-export/result/:export_id',
+    {
+      config,
+      schema: {
+        summary: 'Fetch a data export result',
+        params: Type.Object({ export_id: ExportId }),
+        response: { 200: ExportResult, ...errors, 404: ErrorEnvelope },
+      },
+    },
+    async (request) => {
+      const job = request.tenant.dryRun ? undefined : await jobs.find(request.tenant, request.params.export_id);
+      if (!job) throw new ApiError(404, 'No export with this id');
+      const expires = Math.floor(Date.now() / 1000) + linkTtlSeconds;
+      return {
+        data_export_id: job.export_id,
+        status: job.status,
+        result: job.status === 'SUCCESS' ? job.files.map((file) => signer.link(job.export_id, file, expires)) : [],
+        created_at: job.created_at,
+        finished_at: job.finished_at,
+        warn: job.warn,
+      };
+    },
+  );
+
+  app.get('/metrics', { schema: { summary: 'Metrics an export can hold' } }, async () => ({
+    metrics: METRICS.filter((metric) => metric.source === 'spend').map(({ id, label }) => ({ id, label })),
+  }));
+  app.get('/breakdowns', { schema: { summary: 'Breakdown keys and their values' } }, async () => ({ breakdowns: [] }));
+  app.get('/attribution-models', { schema: { summary: 'Attribution models' } }, async () => ({ attribution_models: [] }));
+};
+
+/** Downloads by signed link: no credentials, the signature is the permission. */
+export const exportFileRoutes: FastifyPluginAsyncTypebox<{ signer: LinkSigner; exportsDir: string }> = async (app, { signer, exportsDir }) => {
+  app.get(
+    '/v1/exports/files/:export_id/:file',
+    {
+      schema: {
+        hide: true,
+        params: Type.Object({ export_id: ExportId, file: Type.String({ pattern: '^[A-Za-z0-9_-]+\\.csv$' }) }),
+        querystring: Type.Object({ expires: Type.Integer(), signature: Type.String() }, { additionalProperties: false }),
+      },
+    },
+    async (request, reply) => {
+      const { export_id, file } = request.params;
+      const { expires, signature } = request.query;
+      if (!signer.verify(export_id, file, expires, signature)) throw new ApiError(403, 'This link is not valid, or has expired');
+      const stream = fs.createReadStream(path.join(exportsDir, export_id, file));
+      await new Promise((resolve, reject) => stream.once('open', resolve).once('error', reject)).catch(() => {
+        throw new ApiError(404, 'This export file is gone');
+      });
+      return reply.type('text/csv; charset=utf-8').header('content-disposition', `attachment; filename="${file}"`).send(stream);
+    },
+  );
+};

@@ -1,0 +1,82 @@
+import { Type, type Static } from 'typebox';
+import { METRIC_IDS } from './catalog.js';
+
+export const PERIOD_TYPES = [
+  'FIXED', 'TODAY', 'YESTERDAY', 'YESTERDAY_AND_TODAY',
+  'LAST_3_DAYS', 'LAST_7_DAYS', 'LAST_14_DAYS', 'LAST_28_DAYS', 'LAST_30_DAYS', 'LAST_60_DAYS', 'LAST_90_DAYS', 'LAST_180_DAYS',
+  'MONTH_TO_DATE', 'LAST_MONTH', 'THIS_WEEK', 'LAST_WEEK', 'THIS_WEEK_AND_LAST_WEEK',
+  'LAST_3_WEEKS', 'LAST_4_WEEKS', 'LAST_7_WEEKS', 'LAST_12_WEEKS', 'LAST_14_WEEKS', 'LAST_26_WEEKS', 'LAST_28_WEEKS', 'LAST_52_WEEKS',
+  'THIS_MONTH', 'THIS_MONTH_AND_LAST_MONTH', 'LAST_3_MONTHS', 'LAST_6_MONTHS', 'LAST_9_MONTHS', 'LAST_12_MONTHS',
+  'YEAR_TO_DATE', 'LAST_YEAR', 'LAST_3_YEARS', 'LAST_5_YEARS',
+] as const;
+
+const Choice = <T extends string>(values: readonly T[], fallback: T, description: string) =>
+  Type.Optional(Type.Unsafe<T>({ type: 'string', enum: values, default: fallback, description }));
+const Flag = (description: string) => Type.Optional(Type.Boolean({ default: false, description }));
+
+/** Fields that send the file to the caller's own bucket in the hosted API; not offered here. */
+export const BUCKET_FIELDS = ['bucket_name', 'aws_role', 'region'] as const;
+
+export const ExportRequest = Type.Object(
+  {
+    level: Choice(['platform', 'campaign', 'adset', 'ad'], 'platform', 'The ad objects rows are made of.'),
+    time_granularity: Choice(['MONTHLY', 'WEEKLY', 'DAILY', 'HOURLY'], 'DAILY', 'Length of a row\'s time bucket, in the client\'s time zone; weeks start on Monday.'),
+    period_type: Choice(PERIOD_TYPES, 'LAST_7_DAYS', 'The period exported; FIXED takes period_options.'),
+    period_options: Type.Optional(
+      Type.Object(
+        {
+          period_starting_at: Type.String({ format: 'date-time' }),
+          period_ending_at: Type.String({ format: 'date-time' }),
+        },
+        { additionalProperties: false, description: 'The period of a FIXED export, at most 2 years.' },
+      ),
+    ),
+    breakdowns: Type.Optional(
+      Type.Array(
+        Type.Object({ key: Type.String({ minLength: 1 }), values: Type.Array(Type.String()) }, { additionalProperties: false }),
+        { description: 'Labels that split rows; see GET /v1/exports/breakdowns.' },
+      ),
+    ),
+    options: Type.Optional(
+      Type.Object(
+        {
+          export_aggregation: Choice(['BREAKDOWN', 'DATE'], 'BREAKDOWN', 'DATE sums over the ad objects per bucket.'),
+          remove_zero_spend: Flag('Leave out rows whose spend is 0.'),
+          aggregate_data: Flag('Ignore the campaign, adset and ad levels.'),
+          include_ids: Flag('Add the ids beside the names.'),
+          include_kind_and_platform: Flag('Add the platform (and kind) of each ad object.'),
+        },
+        { additionalProperties: false },
+      ),
+    ),
+    attribution_options: Type.Optional(
+      Type.Object(
+        {
+          attribution_models: Type.Optional(Type.Array(Type.String(), { description: 'See GET /v1/exports/attribution-models.' })),
+          attribution_windows: Type.Optional(Type.Array(Type.Unsafe<string>({ type: 'string', enum: ['1', '3', '7', '14', '30', '60', '90'] }))),
+          accounting_modes: Type.Optional(Type.Array(Type.Unsafe<string>({ type: 'string', enum: ['cash', 'accrual'] }))),
+        },
+        { additionalProperties: false },
+      ),
+    ),
+    metrics: Type.Array(
+      Type.Object(
+        {
+          id: Type.String({
+            enum: METRIC_IDS,
+            description: 'See GET /v1/exports/metrics.',
+            'x-messages': { enum: 'Unknown metric id: GET /v1/exports/metrics lists them' },
+          }),
+          label: Type.Optional(
+            Type.String({ pattern: '^[a-zA-Z][a-zA-Z0-9_]+[a-zA-Z0-9]$', description: 'Column header; the metric\'s label by default.' }),
+          ),
+        },
+        { additionalProperties: false },
+      ),
+      { minItems: 1, 'x-unique-by': ['id'], 'x-messages': { 'x-unique-by': 'Each metric may be asked for once' } },
+    ),
+    export_file_name: Type.Optional(Type.String({ minLength: 3, maxLength: 100, pattern: '^[A-Za-z0-9_-]+$' })),
+  },
+  { additionalProperties: false },
+);
+export type ExportRequest = Static<typeof ExportRequest>;

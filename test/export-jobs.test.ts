@@ -1,0 +1,132 @@
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { after, test } from 'node:test';
+import type { Tenant } from '../src/auth/tenant.js';
+import { createClientRepository } from '../src/clients/repository.js';
+import { createExportJobs, type ExportJob } from '../src/exports/jobs.js';
+import { startExportWorker, type ExportWorkerOptions } from '../src/exports/worker.js';
+import { createTestDatabase } from './helpers.js';
+
+const store = await createTestDatabase();
+after(() => store.drop());
+const jobs = createExportJobs(store.db);
+
+async function newTenant(): Promise<Tenant> {
+  const client = await createClientRepository(store.db).create('exports');
+  return { clientId: client.client_id, environment: 'production', dryRun: false };
+}
+
+async function createJobs(tenant: Tenant, count: number): Promise<string[]> {
+  const ids: string[] = [];
+  for (let i = 0; i < count; i++) ids.push((await jobs.create(tenant, randomUUID(), { n: i }, {})).export_id);
+  return ids;
+}
+
+/** Waits (polling the store, bounded) until every job of `ids` has finished. */
+async function finished(tenant: Tenant, ids: string[]): Promise<ExportJob[]> {
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    const found = await Promise.all(ids.map((id) => jobs.find(tenant, id)));
+    if (found.every((job) => job && job.status !== 'PENDING')) return found as ExportJob[];
+    if (Date.now() > deadline) throw new Error(`jobs still pending: ${JSON.stringify(found.map((job) => job?.status))}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+function worker(overrides: Partial<ExportWorkerOptions> & Pick<ExportWorkerOptions, 'produce'>) {
+  return startExportWorker({ jobs, concurrency: 2, leaseSeconds: 30, pollMs: 10, maxAttempts: 3, ...overrides });
+}
+
+test('claims take the oldest free job, each job by one claimant only', async () => {
+  const tenant = await newTenant();
+  const ids = await createJobs(tenant, 3);
+  const claims = await Promise.all([jobs.claim(30), jobs.claim(30), jobs.claim(30), jobs.claim(30)]);
+  const claimed = claims.filter((job) => job && job.client_id === tenant.clientId).map((job) => job!.export_id);
+  assert.deepEqual([...claimed].sort(), [...ids].sort(), 'every job claimed once, none twice');
+  for (const job of claims.filter(Boolean)) await jobs.finish(job!, { status: 'SUCCESS', files: [] });
+});
+
+test('a job whose lease ran out (its worker died) is claimed again; a finished job is finished once', async () => {
+  const tenant = await newTenant();
+  const [id] = await createJobs(tenant, 1);
+  const first = await jobs.claim(0); // a lease that is over at once: the worker "died"
+  assert.equal(first?.export_id, id);
+  const second = await jobs.claim(30);
+  assert.equal(second?.export_id, id);
+  assert.equal(second?.attempts, 2);
+  assert.equal(await jobs.claim(30), undefined, 'a live lease is not taken');
+  assert.equal(await jobs.finish(second!, { status: 'SUCCESS', files: ['a.csv'] }), true);
+  assert.equal(await jobs.finish(first!, { status: 'ERROR', reason: 'late' }), false, 'the dead worker cannot finish it again');
+  const job = await jobs.find(tenant, id!);
+  assert.equal(job?.status, 'SUCCESS');
+  assert.deepEqual(job?.files, ['a.csv']);
+  assert.match(String(job?.finished_at), /^\d{4}-\d{2}-\d{2}T/);
+});
+
+test('two workers run every job exactly once', async () => {
+  const tenant = await newTenant();
+  const ids = await createJobs(tenant, 20);
+  const runs: string[] = [];
+  const produce = async (job: ExportJob) => {
+    runs.push(job.export_id);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    return [`${job.export_id}.csv`];
+  };
+  const workers = [worker({ produce }), worker({ produce })];
+  const done = await finished(tenant, ids);
+  await Promise.all(workers.map((w) => w.stop()));
+  assert.deepEqual(done.map((job) => job.status), ids.map(() => 'SUCCESS'));
+  assert.deepEqual([...runs].sort(), [...ids].sort());
+});
+
+test('a job whose worker died mid-way is completed by another worker', async () => {
+  const tenant = await newTenant();
+  const [id] = await createJobs(tenant, 1);
+  await jobs.claim(0); // claimed, then the worker vanished without finishing
+  const survivor = worker({ produce: async () => ['out.csv'] });
+  const [job] = await finished(tenant, [id!]);
+  await survivor.stop();
+  assert.equal(job!.status, 'SUCCESS');
+  assert.equal(job!.attempts, 2);
+});
+
+test('a job that keeps failing ends as ERROR with the reason in warn, after the last attempt', async () => {
+  const tenant = await newTenant();
+  const [id] = await createJobs(tenant, 1);
+  let attempts = 0;
+  const failing = worker({
+    leaseSeconds: 0, // no pause between attempts
+    produce: async () => {
+      attempts++;
+      throw new Error('the disk is full');
+    },
+  });
+  const [job] = await finished(tenant, [id!]);
+  await failing.stop();
+  assert.equal(job!.status, 'ERROR');
+  assert.deepEqual(job!.warn, { error: 'the disk is full' });
+  assert.equal(attempts, 3);
+  assert.deepEqual(job!.files, []);
+});
+
+test('stopping a worker hands the jobs in hand back, untouched', async () => {
+  const tenant = await newTenant();
+  const [id] = await createJobs(tenant, 1);
+  let started!: () => void;
+  const running = new Promise<void>((resolve) => (started = resolve));
+  const stopped = worker({
+    produce: (_job, signal) =>
+      new Promise((_, reject) => {
+        started();
+        signal.addEventListener('abort', () => reject(new Error('aborted')));
+      }),
+  });
+  await running;
+  await stopped.stop();
+  const job = await jobs.find(tenant, id!);
+  assert.equal(job?.status, 'PENDING');
+  assert.equal(job?.attempts, 0);
+  const again = await jobs.claim(30);
+  assert.equal(again?.export_id, id, 'another worker can take it at once');
+  await jobs.finish(again!, { status: 'SUCCESS', files: [] });
+});
