@@ -11,6 +11,7 @@ CREATE TABLE exports (
   files            text[] NOT NULL DEFAULT '{}',
   warn             jsonb NOT NULL DEFAULT '{}',
   attempts         int NOT NULL DEFAULT 0,
+  lease_token      uuid,                   -- new at every claim: only its holder may renew or finish
   lease_expires_at timestamptz,
   created_at       timestamptz NOT NULL DEFAULT now(),
   finished_at      timestamptz,

@@ -32,6 +32,9 @@ const MIB = 1024 * 1024;
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const dataDir = path.resolve(env.DATA_DIR || './data');
+  const databasePoolSize = integer(env, 'DATABASE_POOL_SIZE', 10, { min: 1 });
+  // Each running export holds a connection: some must be left for the API and the leases.
+  const exportConcurrency = integer(env, 'EXPORT_CONCURRENCY', 1, { max: databasePoolSize - 1 });
   const host = env.HOST || '127.0.0.1';
   const port = integer(env, 'PORT', 8080, { max: 65535 });
   return {
@@ -39,7 +42,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     port,
     uatPort: integer(env, 'UAT_PORT', 8081, { max: 65535 }),
     databaseUrl: env.DATABASE_URL || undefined,
-    databasePoolSize: integer(env, 'DATABASE_POOL_SIZE', 10, { min: 1 }),
+    databasePoolSize,
     dataDir,
     adminToken: adminToken(env.ADMIN_TOKEN),
     bodyLimitBytes: integer(env, 'BODY_LIMIT_BYTES', 32 * MIB, { min: 1 }),
@@ -47,7 +50,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     exportsDir: path.resolve(env.EXPORTS_DIR || path.join(dataDir, 'exports')),
     publicUrl: (env.PUBLIC_URL || `http://${host}:${port}`).replace(/\/+$/, ''),
     exportSigningSecret: env.EXPORT_SIGNING_SECRET || undefined,
-    exportConcurrency: integer(env, 'EXPORT_CONCURRENCY', 1, { max: 64 }),
+    exportConcurrency,
     exportLinkTtlSeconds: integer(env, 'EXPORT_LINK_TTL_SECONDS', 7 * 24 * 3600, { min: 1 }),
   };
 }

@@ -37,7 +37,7 @@ test('every variable is read', () => {
     EXPORTS_DIR: '/tmp/exports',
     PUBLIC_URL: 'https://tributary.example.com/',
     EXPORT_SIGNING_SECRET: 'shh',
-    EXPORT_CONCURRENCY: '4',
+    EXPORT_CONCURRENCY: '3',
     EXPORT_LINK_TTL_SECONDS: '3600',
   });
   assert.deepEqual(config, {
@@ -53,7 +53,7 @@ test('every variable is read', () => {
     exportsDir: '/tmp/exports',
     publicUrl: 'https://tributary.example.com',
     exportSigningSecret: 'shh',
-    exportConcurrency: 4,
+    exportConcurrency: 3,
     exportLinkTtlSeconds: 3600,
   });
 });
@@ -66,6 +66,7 @@ for (const [name, value] of <[string, string][]>[
   ['DATABASE_POOL_SIZE', '0'],
   ['BODY_LIMIT_BYTES', '1.5'],
   ['ADMIN_TOKEN', 'short-secret'],
+  ['EXPORT_CONCURRENCY', '10'], // not below the default pool of 10 connections
 ]) {
   test(`${name}=${value} is refused with a message naming it`, () => {
     assert.throws(() => loadConfig({ [name]: value }), (error: Error) => error instanceof ConfigError && error.message.includes(name));

@@ -70,7 +70,7 @@ test('two workers run every job exactly once', async () => {
   const produce = async (job: ExportJob) => {
     runs.push(job.export_id);
     await new Promise((resolve) => setTimeout(resolve, 5));
-    return [`${job.export_id}.csv`];
+    return { files: [`${job.export_id}.csv`] };
   };
   const workers = [worker({ produce }), worker({ produce })];
   const done = await finished(tenant, ids);
@@ -83,7 +83,7 @@ test('a job whose worker died mid-way is completed by another worker', async () 
   const tenant = await newTenant();
   const [id] = await createJobs(tenant, 1);
   await jobs.claim(0); // claimed, then the worker vanished without finishing
-  const survivor = worker({ produce: async () => ['out.csv'] });
+  const survivor = worker({ produce: async () => ({ files: ['out.csv'] }) });
   const [job] = await finished(tenant, [id!]);
   await survivor.stop();
   assert.equal(job!.status, 'SUCCESS');
@@ -95,6 +95,7 @@ test('a job that keeps failing ends as ERROR with the reason in warn, after the 
   const [id] = await createJobs(tenant, 1);
   let attempts = 0;
   const failing = worker({
+    concurrency: 1,
     leaseSeconds: 0, // no pause between attempts
     produce: async () => {
       attempts++;
@@ -130,3 +131,32 @@ test('stopping a worker hands the jobs in hand back, untouched', async () => {
   assert.equal(again?.export_id, id, 'another worker can take it at once');
   await jobs.finish(again!, { status: 'SUCCESS', files: [] });
 });
+
+test('a worker that lost its lease stops its run and cannot finish the job', async () => {
+  const tenant = await newTenant();
+  const [id] = await createJobs(tenant, 1);
+  let aborted = false;
+  let started!: () => void;
+  const running = new Promise<void>((resolve) => (started = resolve));
+  const slow = worker({
+    leaseSeconds: 0, // over at once: renewals find it taken
+    produce: (_job, signal) =>
+      new Promise((_, reject) => {
+        started();
+        signal.addEventListener('abort', () => {
+          aborted = true;
+          reject(new Error('lease lost'));
+        });
+      }),
+  });
+  await running;
+  const taken = await jobs.claim(30); // another worker takes the job whose lease ran out
+  assert.equal(taken?.export_id, id);
+  const deadline = Date.now() + 10_000;
+  while (!aborted && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+  await slow.stop();
+  assert.equal(aborted, true, 'the first run was stopped when its renewal found the lease taken');
+  assert.equal(await jobs.finish(taken!, { status: 'SUCCESS', files: ['x.csv'] }), true, 'the new holder finishes it');
+  assert.equal((await jobs.find(tenant, id!))?.status, 'SUCCESS');
+});
+

@@ -24,13 +24,13 @@ interface Spend {
   currency?: string;
 }
 
-async function insert(table: 'spend_hourly' | 'spend_daily', records: Spend[]) {
+async function insert(table: 'spend_hourly' | 'spend_daily', records: Spend[], clientId = client.client_id) {
   for (const r of records) {
     await store.db.query(
       `INSERT INTO ${table} (client_id, environment, platform_account_id, period, platform_name, campaign_id, adset_id, ad_id,
                              campaign_name, adset_name, ad_name, spend, spend_currency, impressions, clicks, created_at, updated_at)
        VALUES ($1, 'production', 'act', $2, $3, $4, '', $5, $6, '', $5, $7, $8, $9, $10, now(), now())`,
-      [client.client_id, r.at, r.platform ?? 'meta', r.campaign ?? 'c1', r.ad ?? 'a1', r.campaignName ?? 'Campaign 1', r.spend, r.currency ?? 'USD', r.impressions ?? 100, r.clicks ?? 1],
+      [clientId, r.at, r.platform ?? 'meta', r.campaign ?? 'c1', r.ad ?? 'a1', r.campaignName ?? 'Campaign 1', r.spend, r.currency ?? 'USD', r.impressions ?? 100, r.clicks ?? 1],
     );
   }
 }
@@ -47,9 +47,13 @@ await insert('spend_hourly', [
 ]);
 await insert('spend_daily', [{ at: '2024-11-04', spend: 10, impressions: 1000, clicks: 20, campaignName: 'Campaign 1 (renamed)' }]);
 
-async function rows(overrides: Partial<SpendRowsQuery>, period: Period = { kind: 'days', from: '2024-11-03', to: '2024-11-05' }) {
+async function rows(
+  overrides: Partial<SpendRowsQuery>,
+  period: Period = { kind: 'days', from: '2024-11-03', to: '2024-11-05' },
+  forTenant: Tenant = tenant,
+) {
   const { sql, params, columns } = spendRowsSql({
-    tenant,
+    tenant: forTenant,
     timeZone: NEW_YORK,
     period,
     granularity: 'DAILY',
@@ -125,3 +129,18 @@ test('a FIXED period of instants takes the hours inside it and the local days it
     ['2024-11-03T01:00:00-04:00', 'USD', '1'],
   ]);
 });
+
+test('on the night clocks go back, the later of the two 01:00s gives the name', async () => {
+  const other = await createClientRepository(store.db).create('dst names');
+  await insert(
+    'spend_hourly',
+    [
+      { at: '2024-11-03T05:00:00Z', spend: 1, campaignName: 'Old' }, // 01:00 EDT
+      { at: '2024-11-03T06:00:00Z', spend: 1, campaignName: 'New' }, // 01:00 EST, later
+    ],
+    other.client_id,
+  );
+  const { rows: found } = await rows({ level: 'campaign' }, undefined, { clientId: other.client_id, environment: 'production', dryRun: false });
+  assert.deepEqual(found.map((row) => row.slice(0, 3)), [['2024-11-03', 'meta', 'New']]);
+});
+

@@ -193,6 +193,8 @@ test('invalid export requests are 422 naming each problem', async () => {
     [{ export_file_name: 'a b', metrics: [{ id: 'spend' }] }, [['body/export_file_name', 'pattern']]],
     [{ bucket_name: 'mine', metrics: [{ id: 'spend' }] }, [['body/bucket_name', 'not_supported']]],
     [{ aws_role: 'arn:aws:iam::1:role/x', region: 'eu-west-1', metrics: [{ id: 'spend' }] }, [['body/aws_role', 'not_supported'], ['body/region', 'not_supported']]],
+    [{ metrics: [{ id: 'spend', label: 'currency' }] }, [['body/metrics/0/label', 'unique']]],
+    [{ metrics: [{ id: 'spend', label: 'Money' }, { id: 'cpc', label: 'Money' }] }, [['body/metrics/1/label', 'unique']]],
   ];
   for (const [body, expected] of cases) {
     const envelope = assertErrorEnvelope(await createExport(client, body), 422);
@@ -206,13 +208,39 @@ test('options that cannot apply are accepted and named in warn', async () => {
     await createExport(client, {
       period_type: 'LAST_7_DAYS',
       period_options: FIXED_MARCH.period_options,
+      level: 'ad',
+      options: { export_aggregation: 'DATE', include_ids: true, include_kind_and_platform: true },
       attribution_options: { attribution_windows: ['7'], accounting_modes: ['cash'] },
       metrics: [{ id: 'spend' }],
     })
   ).json();
   const result = await finished(client, id);
   assert.equal(result.status, 'SUCCESS');
-  assert.equal(result.warn.ignored.length, 3);
+  assert.deepEqual(
+    result.warn.ignored.map((text: string) => text.split(' ')[0]),
+    [
+      'period_options',
+      'options.include_kind_and_platform',
+      'options.include_ids',
+      'level',
+      'attribution_options.attribution_windows',
+      'attribution_options.accounting_modes',
+    ],
+  );
+});
+
+test('an export holding several currencies says so in warn', async () => {
+  const client = await clientWithSpend();
+  const euros = await service.production.inject({
+    method: 'POST',
+    url: '/v1/spend_hourly',
+    headers: client.headers,
+    payload: { data: [{ ...record(hour(1, 10), 'eu', 3), spend_currency: 'EUR' }] },
+  });
+  assert.equal(euros.statusCode, 201, euros.body);
+  const { id } = (await createExport(client, { ...FIXED_MARCH, metrics: [{ id: 'spend' }] })).json();
+  const result = await finished(client, id);
+  assert.match(result.warn.currencies, /EUR, USD .* never added together/);
 });
 
 test('the catalogs list what an export can hold', async () => {

@@ -17,6 +17,15 @@ export interface IssuedKey {
 
 const CLIENT = 'client_id, name, time_zone, utc_iso(created_at) AS created_at';
 
+function knownToNode(timeZone: string): boolean {
+  try {
+    new Intl.DateTimeFormat('en', { timeZone });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 export type ClientRepository = ReturnType<typeof createClientRepository>;
 
 export function createClientRepository(db: Database) {
@@ -62,8 +71,9 @@ export function createClientRepository(db: Database) {
       changes: { name?: string; time_zone?: string },
     ): Promise<Client | 'unknown_client' | 'unknown_time_zone'> {
       if (changes.time_zone !== undefined) {
+        // Both must know it: PostgreSQL buckets exports by it, Node.js resolves their periods.
         const known = await db.query('SELECT 1 FROM pg_timezone_names WHERE name = $1', [changes.time_zone]);
-        if (known.length === 0) return 'unknown_time_zone';
+        if (known.length === 0 || !knownToNode(changes.time_zone)) return 'unknown_time_zone';
       }
       const [client] = await db.query<Client>(
         `UPDATE clients SET name = coalesce($2, name), time_zone = coalesce($3, time_zone)

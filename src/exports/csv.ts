@@ -1,5 +1,4 @@
-import fs from 'node:fs';
-import { once } from 'node:events';
+import fs from 'node:fs/promises';
 import path from 'node:path';
 import type { Queryable } from '../db/index.js';
 
@@ -16,34 +15,35 @@ export interface CsvOutput {
   /** The query's column of each header cell. */
   columns: readonly string[];
   rowsPerFile: number;
+  /** A column whose distinct values are counted (to say when an export holds several currencies). */
+  distinctOf: string;
 }
 
 const BATCH = 1000;
 
 /**
  * Streams the rows of `sql` into CSV files through a cursor, a batch at a time, so that memory
- * stays flat however many rows there are. Returns the files' names.
+ * stays flat however many rows there are. Writes go through file handles: a failing disk is an
+ * error like any other, never an unheard event. Returns the files' names and the distinct values.
  */
 export async function writeCsv(tx: Queryable, sql: string, params: readonly unknown[], output: CsvOutput, signal: AbortSignal) {
-  await fs.promises.mkdir(output.dir, { recursive: true });
+  await fs.rm(output.dir, { recursive: true, force: true }); // what an earlier attempt left
+  await fs.mkdir(output.dir, { recursive: true });
   const files: string[] = [];
-  let file: fs.WriteStream | undefined;
+  const distinct = new Set<string>();
+  let file: fs.FileHandle | undefined;
   let rowsInFile = 0;
-  const write = async (text: string) => {
-    if (!file!.write(text)) await once(file!, 'drain');
-  };
-  const close = async () => {
-    if (!file) return;
-    file.end();
-    await once(file, 'close');
-    file = undefined;
-  };
+
   const open = async (part: number | undefined) => {
     const name = `${output.baseName}${part === undefined ? '' : `-${part}`}.csv`;
     files.push(name);
-    file = fs.createWriteStream(path.join(output.dir, name));
+    file = await fs.open(path.join(output.dir, name), 'w');
     rowsInFile = 0;
-    await write(csvLine(output.header));
+    await file.write(csvLine(output.header));
+  };
+  const close = async () => {
+    await file?.close();
+    file = undefined;
   };
 
   await tx.query(`DECLARE export_rows NO SCROLL CURSOR FOR ${sql}`, params);
@@ -52,25 +52,32 @@ export async function writeCsv(tx: Queryable, sql: string, params: readonly unkn
     for (;;) {
       signal.throwIfAborted();
       const rows = await tx.query<Record<string, unknown>>(`FETCH ${BATCH} FROM export_rows`);
+      let text = '';
       for (const row of rows) {
         if (rowsInFile === output.rowsPerFile) {
+          await file!.write(text);
+          text = '';
           await close();
           if (files.length === 1) {
             // A second file is needed: the first becomes part 1.
             const first = `${output.baseName}-1.csv`;
-            await fs.promises.rename(path.join(output.dir, files[0]!), path.join(output.dir, first));
+            await fs.rename(path.join(output.dir, files[0]!), path.join(output.dir, first));
             files[0] = first;
           }
           await open(files.length + 1);
         }
-        await write(csvLine(output.columns.map((column) => (row[column] === null ? '' : String(row[column])))));
+        const cells = output.columns.map((column) => (row[column] === null ? '' : String(row[column])));
+        distinct.add(String(row[output.distinctOf]));
+        text += csvLine(cells);
         rowsInFile++;
       }
+      await file!.write(text);
       if (rows.length < BATCH) break;
     }
-  } finally {
-    await close();
+    // Only on success: in a failed transaction it would fail too and hide the first error.
     await tx.query('CLOSE export_rows');
+  } finally {
+    await close().catch(() => {});
   }
-  return files;
+  return { files, distinct: [...distinct] };
 }

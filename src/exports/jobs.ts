@@ -12,13 +12,18 @@ export interface ExportJob {
   files: string[];
   warn: Record<string, unknown>;
   attempts: number;
+  /** Set by the claim that handed the job to a worker: proof that it still holds the job. */
+  lease_token: string | null;
   /** ISO-8601, UTC. */
   created_at: string;
   finished_at: string | null;
 }
 
-const JOB = `client_id, environment, export_id, request, status, files, warn, attempts,
+const JOB = `client_id, environment, export_id, request, status, files, warn, attempts, lease_token,
   utc_iso(created_at) AS created_at, utc_iso(finished_at) AS finished_at`;
+/** The job, as long as the lease of `job` is still the one it holds. */
+const HELD = 'client_id = $1 AND environment = $2 AND export_id = $3 AND lease_token = $4 AND status = \'PENDING\'';
+const held = (job: ExportJob) => [job.client_id, job.environment, job.export_id, job.lease_token];
 
 export type ExportJobs = ReturnType<typeof createExportJobs>;
 
@@ -44,56 +49,56 @@ export function createExportJobs(db: Database) {
 
     /**
      * Takes the oldest pending job whose lease is free (never taken, or expired because its
-     * worker died) and leases it for `leaseSeconds`. SKIP LOCKED lets any number of workers
-     * claim at once without waiting on, or taking, each other's job.
+     * worker died), other than those in `excluding`, and leases it for `leaseSeconds` under a
+     * new token. SKIP LOCKED lets any number of workers claim at once without waiting on, or
+     * taking, each other's job.
      */
-    async claim(leaseSeconds: number): Promise<ExportJob | undefined> {
+    async claim(leaseSeconds: number, excluding: readonly string[] = []): Promise<ExportJob | undefined> {
       const [job] = await db.query<ExportJob>(
-        `UPDATE exports SET attempts = attempts + 1, lease_expires_at = now() + make_interval(secs => $1)
+        `UPDATE exports
+            SET attempts = attempts + 1, lease_token = gen_random_uuid(), lease_expires_at = now() + make_interval(secs => $1)
           WHERE (client_id, environment, export_id) = (
                  SELECT client_id, environment, export_id FROM exports
                   WHERE status = 'PENDING' AND (lease_expires_at IS NULL OR lease_expires_at < now())
+                    AND export_id <> ALL ($2::uuid[])
                   ORDER BY created_at
                   LIMIT 1
                     FOR UPDATE SKIP LOCKED)
          RETURNING ${JOB}`,
-        [leaseSeconds],
+        [leaseSeconds, excluding],
       );
       return job;
     },
 
-    /** Keeps the lease of a job still being worked on. */
-    async renew(job: ExportJob, leaseSeconds: number): Promise<void> {
-      await db.query(
-        `UPDATE exports SET lease_expires_at = now() + make_interval(secs => $4)
-          WHERE client_id = $1 AND environment = $2 AND export_id = $3 AND status = 'PENDING'`,
-        [job.client_id, job.environment, job.export_id, leaseSeconds],
+    /** Extends the lease of a job being worked on; false when the lease was lost (it ran out and another worker took the job). */
+    async renew(job: ExportJob, leaseSeconds: number): Promise<boolean> {
+      const rows = await db.query(
+        `UPDATE exports SET lease_expires_at = now() + make_interval(secs => $5) WHERE ${HELD} RETURNING 1`,
+        [...held(job), leaseSeconds],
       );
+      return rows.length > 0;
     },
 
     /** Hands a job back unfinished (its worker is stopping): another may claim it at once. */
     async release(job: ExportJob): Promise<void> {
       await db.query(
-        `UPDATE exports SET lease_expires_at = NULL, attempts = greatest(attempts - 1, 0)
-          WHERE client_id = $1 AND environment = $2 AND export_id = $3 AND status = 'PENDING'`,
-        [job.client_id, job.environment, job.export_id],
+        `UPDATE exports SET lease_token = NULL, lease_expires_at = NULL, attempts = greatest(attempts - 1, 0) WHERE ${HELD}`,
+        held(job),
       );
     },
 
-    /** Finishes a job; only a job still pending is finished, so a job finishes once. */
-    async finish(job: ExportJob, outcome: { status: 'SUCCESS'; files: string[] } | { status: 'ERROR'; reason: string }) {
+    /** Finishes a job, if its lease is still held: so a job finishes once, by its last claimant. */
+    async finish(job: ExportJob, outcome: { status: 'SUCCESS'; files: string[]; warn?: object } | { status: 'ERROR'; reason: string }) {
       const rows = await db.query(
         `UPDATE exports
-            SET status = $4, files = $5, warn = warn || $6::jsonb, finished_at = now(), lease_expires_at = NULL
-          WHERE client_id = $1 AND environment = $2 AND export_id = $3 AND status = 'PENDING'
+            SET status = $5, files = $6, warn = warn || $7::jsonb, finished_at = now(), lease_token = NULL, lease_expires_at = NULL
+          WHERE ${HELD}
           RETURNING 1`,
         [
-          job.client_id,
-          job.environment,
-          job.export_id,
+          ...held(job),
           outcome.status,
           outcome.status === 'SUCCESS' ? outcome.files : [],
-          JSON.stringify(outcome.status === 'ERROR' ? { error: outcome.reason } : {}),
+          JSON.stringify(outcome.status === 'ERROR' ? { error: outcome.reason } : (outcome.warn ?? {})),
         ],
       );
       return rows.length > 0;

@@ -20,7 +20,7 @@ export interface ProducerOptions {
  * counted from that moment.
  */
 export function createExportProducer({ db, exportsDir, rowsPerFile }: ProducerOptions) {
-  return async (job: ExportJob, signal: AbortSignal): Promise<string[]> => {
+  return async (job: ExportJob, signal: AbortSignal) => {
     const request = job.request as unknown as ExportRequest;
     const [client] = await db.query<{ time_zone: string }>('SELECT time_zone FROM clients WHERE client_id = $1', [job.client_id]);
     const timeZone = client!.time_zone;
@@ -39,7 +39,7 @@ export function createExportProducer({ db, exportsDir, rowsPerFile }: ProducerOp
     });
     const dimensions = columns.slice(0, columns.indexOf('currency') + 1);
     const labelOf = (id: string, label?: string) => label ?? METRICS.find((metric) => metric.id === id)!.label;
-    return db.transaction((tx) =>
+    const { files, distinct: currencies } = await db.transaction((tx) =>
       writeCsv(
         tx,
         sql,
@@ -50,9 +50,15 @@ export function createExportProducer({ db, exportsDir, rowsPerFile }: ProducerOp
           header: [...dimensions, ...request.metrics.map((metric) => labelOf(metric.id, metric.label))],
           columns: [...dimensions, ...request.metrics.map((metric) => metric.id)],
           rowsPerFile,
+          distinctOf: 'currency',
         },
         signal,
       ),
     );
+    const warn =
+      currencies.length > 1
+        ? { currencies: `Amounts in ${currencies.sort().join(', ')} are in rows of their own: amounts in different currencies are never added together.` }
+        : undefined;
+    return { files, warn };
   };
 }

@@ -10,6 +10,7 @@ import type { ExportJobs } from './jobs.js';
 import type { LinkSigner } from './links.js';
 import { PeriodError, resolvePeriod } from './period.js';
 import { BUCKET_FIELDS, ExportRequest } from './schema.js';
+import { DIMENSION_COLUMNS } from './spend-rows.js';
 
 const config = { validationStatus: 422 as const };
 const errors = { 401: ErrorEnvelope, 422: ErrorEnvelope };
@@ -52,6 +53,21 @@ function checkRequest(request: ExportRequest): { problems: ErrorItem[]; ignored:
   (request.breakdowns ?? []).forEach((breakdown, index) =>
     problems.push({ loc: `body/breakdowns/${index}/key`, msg: `Unknown breakdown key ${breakdown.key}: GET /v1/exports/breakdowns lists them`, type: 'enum' }),
   );
+  const options = request.options ?? {};
+  const summed = options.export_aggregation === 'DATE';
+  if (options.include_kind_and_platform) ignored.push('options.include_kind_and_platform (not available yet)');
+  if (summed && options.include_ids) ignored.push('options.include_ids (export_aggregation DATE has no ad objects)');
+  if (summed && request.level !== 'platform') ignored.push('level (export_aggregation DATE sums over the ad objects)');
+  else if (options.aggregate_data && request.level !== 'platform') ignored.push('level (aggregate_data keeps the platform level)');
+
+  // Headers must tell columns apart: a label may repeat neither another nor a dimension column.
+  const headers = new Set(DIMENSION_COLUMNS);
+  request.metrics.forEach((metric, index) => {
+    const label = metric.label ?? METRICS.find((known) => known.id === metric.id)?.label ?? metric.id;
+    if (headers.has(label)) problems.push({ loc: `body/metrics/${index}/label`, msg: `Column ${label} is in the export already`, type: 'unique' });
+    headers.add(label);
+  });
+
   const attribution = request.attribution_options ?? {};
   (attribution.attribution_models ?? []).forEach((model, index) =>
     problems.push({
@@ -142,6 +158,7 @@ export const exportFileRoutes: FastifyPluginAsyncTypebox<{ signer: LinkSigner; e
   app.get(
     '/v1/exports/files/:export_id/:file',
     {
+      config,
       schema: {
         hide: true,
         params: Type.Object({ export_id: ExportId, file: Type.String({ pattern: '^[A-Za-z0-9_-]+\\.csv$' }) }),

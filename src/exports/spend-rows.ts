@@ -28,6 +28,9 @@ const LEVELS: Record<Level, [string, string | null, string][]> = {
   ],
 };
 
+/** Every column an export may have before its metrics. */
+export const DIMENSION_COLUMNS = ['date', 'platform', 'campaign', 'campaign_id', 'adset', 'adset_id', 'ad', 'ad_id', 'currency'];
+
 const KEY = 'platform_name, platform_account_id, campaign_id, adset_id, ad_id';
 const COLUMNS = `${KEY}, campaign_name, adset_name, ad_name, spend, spend_currency, impressions, clicks`;
 const UNITS: Record<Exclude<Granularity, 'HOURLY'>, string> = { DAILY: 'day', WEEKLY: 'week', MONTHLY: 'month' };
@@ -83,15 +86,19 @@ export function spendRowsSql(query: SpendRowsQuery): { sql: string; params: unkn
   const selected: string[] = [`${label} AS date`];
   const groups = [bucket];
   const columns = ['date'];
-  // An object renamed within the period is one object, shown under the name it had last.
-  const partition: string[] = ['platform_name', 'platform_account_id'];
+  // An object renamed within the period is one object, shown under the name of its latest
+  // record (on the night clocks go back, the later of two equal local times). Objects are told
+  // apart by platform and id, across accounts, as the rows are.
+  const partition: string[] = ['platform_name'];
   const latestNames: string[] = [];
   for (const [column, id, name] of dimensions) {
     const key = id ?? name;
     groups.push(key);
     if (id) {
       partition.push(id);
-      latestNames.push(`first_value(${name}) OVER (PARTITION BY ${partition.join(', ')} ORDER BY local_time DESC) AS latest_${name}`);
+      latestNames.push(
+        `first_value(${name}) OVER (PARTITION BY ${partition.join(', ')} ORDER BY local_time DESC, instant DESC NULLS LAST) AS latest_${name}`,
+      );
     }
     selected.push(id ? `max(latest_${name}) AS ${column}` : `${name} AS ${column}`);
     columns.push(column);

@@ -3,8 +3,8 @@ import type { ExportJob, ExportJobs } from './jobs.js';
 
 export interface ExportWorkerOptions {
   jobs: ExportJobs;
-  /** Produces the files of a job (their names); throws when it cannot. Stops early when `signal` aborts. */
-  produce: (job: ExportJob, signal: AbortSignal) => Promise<string[]>;
+  /** Produces the files of a job (their names, and warnings); throws when it cannot. Stops early when `signal` aborts. */
+  produce: (job: ExportJob, signal: AbortSignal) => Promise<{ files: string[]; warn?: object }>;
   /** Jobs run at once by this worker. */
   concurrency: number;
   /** How long a claimed job stays this worker's without a renewal; a dead worker's job waits that long. */
@@ -24,22 +24,40 @@ export interface ExportWorker {
 }
 
 /**
+ * What a client is told of a failed attempt. Errors of the database or the file system can
+ * quote rows and paths, so they are told by code; errors of our own by their message.
+ */
+function publicReason(error: unknown): string {
+  const code = (error as { code?: unknown }).code;
+  if (typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code)) return `The database could not compute the export (error ${code})`;
+  if (typeof code === 'string') return `The export file could not be written (${code})`;
+  return error instanceof Error ? error.message : 'The export could not be computed';
+}
+
+const MIN_RENEWAL_MS = 1000;
+
+/**
  * Runs export jobs from the database. Any number of workers, in any number of processes, can run
- * against one database: each job is claimed by one of them at a time (see ExportJobs.claim).
+ * against one database: each job is claimed by one of them at a time (see ExportJobs.claim), and
+ * only the holder of its current lease can finish it.
  */
 export function startExportWorker(options: ExportWorkerOptions): ExportWorker {
   const { jobs, produce, concurrency, leaseSeconds, pollMs, maxAttempts, logger } = options;
   const stopping = new AbortController();
-  let wakeUp: () => void = () => {};
+  const wakers = new Set<() => void>();
+  // Jobs this process is running. Never claimed again here, even when a lease could not be
+  // renewed in time (the embedded store runs one statement at a time, an export's among them).
+  const running = new Set<string>();
 
   const idle = () =>
     new Promise<void>((resolve) => {
       const timer = setTimeout(done, pollMs);
       stopping.signal.addEventListener('abort', done, { once: true });
-      wakeUp = done;
+      wakers.add(done);
       function done() {
         clearTimeout(timer);
         stopping.signal.removeEventListener('abort', done);
+        wakers.delete(done);
         resolve();
       }
     });
@@ -50,11 +68,21 @@ export function startExportWorker(options: ExportWorkerOptions): ExportWorker {
       await jobs.finish(job, { status: 'ERROR', reason: `The export failed ${maxAttempts} times; it was not tried again.` });
       return;
     }
-    const renewal = setInterval(() => void jobs.renew(job, leaseSeconds).catch(() => {}), (leaseSeconds * 1000) / 3);
+    const abort = new AbortController();
+    const stop = () => abort.abort();
+    stopping.signal.addEventListener('abort', stop, { once: true });
+    const renewal = setInterval(async () => {
+      const held = await jobs.renew(job, leaseSeconds).catch((error: unknown) => {
+        log?.warn({ err: error }, 'export lease could not be renewed');
+        return true; // not known to be lost: keep going
+      });
+      if (!held) abort.abort();
+    }, Math.max(MIN_RENEWAL_MS, (leaseSeconds * 1000) / 3));
+    running.add(job.export_id);
     try {
-      const files = await produce(job, stopping.signal);
-      await jobs.finish(job, { status: 'SUCCESS', files });
-      log?.info('export finished');
+      const { files, warn } = await produce(job, abort.signal);
+      if (await jobs.finish(job, { status: 'SUCCESS', files, warn })) log?.info('export finished');
+      else log?.warn('export finished after its lease was lost; the result of the lease holder stands');
     } catch (error) {
       if (stopping.signal.aborted) {
         await jobs.release(job);
@@ -62,16 +90,18 @@ export function startExportWorker(options: ExportWorkerOptions): ExportWorker {
       }
       log?.warn({ err: error }, 'export attempt failed');
       // Left leased: the lease running out is the pause before the next attempt.
-      if (job.attempts >= maxAttempts) await jobs.finish(job, { status: 'ERROR', reason: (error as Error).message });
+      if (job.attempts >= maxAttempts) await jobs.finish(job, { status: 'ERROR', reason: publicReason(error) });
     } finally {
       clearInterval(renewal);
+      stopping.signal.removeEventListener('abort', stop);
+      running.delete(job.export_id);
     }
   }
 
   async function slot() {
     while (!stopping.signal.aborted) {
       try {
-        const job = await jobs.claim(leaseSeconds);
+        const job = await jobs.claim(leaseSeconds, [...running]);
         if (job) await run(job);
         else await idle();
       } catch (error) {
@@ -84,7 +114,7 @@ export function startExportWorker(options: ExportWorkerOptions): ExportWorker {
 
   const slots = Array.from({ length: concurrency }, slot);
   return {
-    wake: () => wakeUp(),
+    wake: () => [...wakers][0]?.(),
     async stop() {
       stopping.abort();
       await Promise.all(slots);
