@@ -261,3 +261,47 @@ test('the UAT test credentials get an id, and nothing is created', async () => {
   assert.deepEqual(await service.db.query('SELECT count(*)::int AS n FROM exports'), before);
   assertErrorEnvelope(await createExport(testCredentials, { metrics: [{ id: 'profit' }] }, service.uat), 422);
 });
+
+test('a failing attempt ends as ERROR with the first error, named by code, and the process goes on', async () => {
+  const client = await clientWithSpend();
+  // A zone the database does not know fails the rows' statement itself, mid-cursor.
+  await service.db.query("UPDATE clients SET time_zone = 'Nowhere/Atlantis' WHERE client_id = $1", [client.client_id]);
+  const failing = startExportWorker({
+    jobs: createExportJobs(service.db),
+    produce: createExportProducer({ db: service.db, exportsDir, rowsPerFile: 3 }),
+    concurrency: 1,
+    leaseSeconds: 0,
+    pollMs: 10,
+    maxAttempts: 1,
+  });
+  await worker.stop(); // only the failing worker runs this job
+  try {
+    const { id } = (await createExport(client, { ...FIXED_MARCH, metrics: [{ id: 'spend' }] })).json();
+    const result = await finished(client, id);
+    assert.equal(result.status, 'ERROR');
+    assert.deepEqual(result.warn, { error: 'The database could not compute the export (error 22023)' }, 'not the aborted transaction');
+  } finally {
+    await failing.stop();
+  }
+});
+
+test('an export directory that cannot be written ends the export as ERROR, named by code', async () => {
+  await worker.stop(); // only the broken worker runs this job
+  const client = await clientWithSpend();
+  const { id } = (await createExport(client, { ...FIXED_MARCH, metrics: [{ id: 'spend' }] })).json();
+  const broken = startExportWorker({
+    jobs: createExportJobs(service.db),
+    produce: createExportProducer({ db: service.db, exportsDir: '/dev/null/exports', rowsPerFile: 3 }),
+    concurrency: 1,
+    leaseSeconds: 0,
+    pollMs: 10,
+    maxAttempts: 1,
+  });
+  try {
+    const result = await finished(client, id);
+    assert.equal(result.status, 'ERROR');
+    assert.match(result.warn.error, /^The export file could not be written \(E[A-Z]+\)$/);
+  } finally {
+    await broken.stop();
+  }
+});
