@@ -8,14 +8,19 @@ import { assertErrorEnvelope, startService, tempDir, type TestApp, type TestClie
 
 const exportsDir = tempDir();
 const service = await startService({ EXPORTS_DIR: exportsDir, PUBLIC_URL: 'https://tributary.example.com' });
-const worker = startExportWorker({
-  jobs: createExportJobs(service.db),
-  produce: createExportProducer({ db: service.db, exportsDir, rowsPerFile: 3 }),
-  concurrency: 1,
-  leaseSeconds: 30,
-  pollMs: 10,
-  maxAttempts: 3,
-});
+/** A worker over this file's store, writing files of 3 rows into `dir`. */
+function exportWorker(dir: string, overrides: { leaseSeconds?: number; maxAttempts?: number } = {}) {
+  return startExportWorker({
+    jobs: createExportJobs(service.db),
+    produce: createExportProducer({ db: service.db, exportsDir: dir, rowsPerFile: 3 }),
+    concurrency: 1,
+    leaseSeconds: 30,
+    pollMs: 10,
+    maxAttempts: 3,
+    ...overrides,
+  });
+}
+const worker = exportWorker(exportsDir);
 after(async () => {
   await worker.stop();
   await service.close();
@@ -266,14 +271,7 @@ test('a failing attempt ends as ERROR with the first error, named by code, and t
   const client = await clientWithSpend();
   // A zone the database does not know fails the rows' statement itself, mid-cursor.
   await service.db.query("UPDATE clients SET time_zone = 'Nowhere/Atlantis' WHERE client_id = $1", [client.client_id]);
-  const failing = startExportWorker({
-    jobs: createExportJobs(service.db),
-    produce: createExportProducer({ db: service.db, exportsDir, rowsPerFile: 3 }),
-    concurrency: 1,
-    leaseSeconds: 0,
-    pollMs: 10,
-    maxAttempts: 1,
-  });
+  const failing = exportWorker(exportsDir, { leaseSeconds: 0, maxAttempts: 1 });
   await worker.stop(); // only the failing worker runs this job
   try {
     const { id } = (await createExport(client, { ...FIXED_MARCH, metrics: [{ id: 'spend' }] })).json();
@@ -289,14 +287,7 @@ test('an export directory that cannot be written ends the export as ERROR, named
   await worker.stop(); // only the broken worker runs this job
   const client = await clientWithSpend();
   const { id } = (await createExport(client, { ...FIXED_MARCH, metrics: [{ id: 'spend' }] })).json();
-  const broken = startExportWorker({
-    jobs: createExportJobs(service.db),
-    produce: createExportProducer({ db: service.db, exportsDir: '/dev/null/exports', rowsPerFile: 3 }),
-    concurrency: 1,
-    leaseSeconds: 0,
-    pollMs: 10,
-    maxAttempts: 1,
-  });
+  const broken = exportWorker('/dev/null/exports', { leaseSeconds: 0, maxAttempts: 1 });
   try {
     const result = await finished(client, id);
     assert.equal(result.status, 'ERROR');
