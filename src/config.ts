@@ -44,25 +44,23 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     databaseUrl: env.DATABASE_URL || undefined,
     databasePoolSize,
     dataDir,
-    adminToken: adminToken(env.ADMIN_TOKEN),
+    adminToken: secret(env, 'ADMIN_TOKEN', 16),
     bodyLimitBytes: integer(env, 'BODY_LIMIT_BYTES', 32 * MIB, { min: 1 }),
     logLevel: env.LOG_LEVEL || 'info',
     exportsDir: path.resolve(env.EXPORTS_DIR || path.join(dataDir, 'exports')),
-    publicUrl: (env.PUBLIC_URL || `http://${host}:${port}`).replace(/\/+$/, ''),
-    exportSigningSecret: env.EXPORT_SIGNING_SECRET || undefined,
+    publicUrl: (env.PUBLIC_URL || `http://${host.includes(':') ? `[${host}]` : host}:${port}`).replace(/\/+$/, ''),
+    exportSigningSecret: secret(env, 'EXPORT_SIGNING_SECRET', 32),
     exportConcurrency,
     exportLinkTtlSeconds: integer(env, 'EXPORT_LINK_TTL_SECONDS', 7 * 24 * 3600, { min: 1 }),
   };
 }
 
-const MIN_ADMIN_TOKEN_LENGTH = 16;
-
-function adminToken(token: string | undefined): string | undefined {
-  if (!token) return undefined;
-  if (token.length < MIN_ADMIN_TOKEN_LENGTH) {
-    throw new ConfigError(`ADMIN_TOKEN must be at least ${MIN_ADMIN_TOKEN_LENGTH} characters long`);
-  }
-  return token;
+/** A secret setting, unset or long enough not to be guessed. */
+function secret(env: NodeJS.ProcessEnv, name: string, minLength: number): string | undefined {
+  const value = env[name];
+  if (!value) return undefined;
+  if (value.length < minLength) throw new ConfigError(`${name} must be at least ${minLength} characters long`);
+  return value;
 }
 
 function integer(

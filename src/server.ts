@@ -44,6 +44,9 @@ export async function startServer(config: Config = loadConfig()) {
     await db.close();
   });
 
+  if (['0.0.0.0', '[::]'].includes(new URL(config.publicUrl).hostname)) {
+    logger.warn({ publicUrl: config.publicUrl }, 'export download links name a wildcard address: set PUBLIC_URL to the address clients reach');
+  }
   await production.listen({ host: config.host, port: config.port });
   await uat.listen({ host: config.host, port: config.uatPort });
   logger.info(

@@ -36,7 +36,7 @@ test('every variable is read', () => {
     LOG_LEVEL: 'warn',
     EXPORTS_DIR: '/tmp/exports',
     PUBLIC_URL: 'https://tributary.example.com/',
-    EXPORT_SIGNING_SECRET: 'shh',
+    EXPORT_SIGNING_SECRET: 'a-signing-key-of-32-characters!!',
     EXPORT_CONCURRENCY: '3',
     EXPORT_LINK_TTL_SECONDS: '3600',
   });
@@ -52,7 +52,7 @@ test('every variable is read', () => {
     logLevel: 'warn',
     exportsDir: '/tmp/exports',
     publicUrl: 'https://tributary.example.com',
-    exportSigningSecret: 'shh',
+    exportSigningSecret: 'a-signing-key-of-32-characters!!',
     exportConcurrency: 3,
     exportLinkTtlSeconds: 3600,
   });
@@ -66,9 +66,14 @@ for (const [name, value] of <[string, string][]>[
   ['DATABASE_POOL_SIZE', '0'],
   ['BODY_LIMIT_BYTES', '1.5'],
   ['ADMIN_TOKEN', 'short-secret'],
+  ['EXPORT_SIGNING_SECRET', 'a-key-of-31-characters-is-short'],
   ['EXPORT_CONCURRENCY', '10'], // not below the default pool of 10 connections
 ]) {
   test(`${name}=${value} is refused with a message naming it`, () => {
     assert.throws(() => loadConfig({ [name]: value }), (error: Error) => error instanceof ConfigError && error.message.includes(name));
   });
 }
+
+test('the default PUBLIC_URL brackets an IPv6 host', () => {
+  assert.equal(loadConfig({ HOST: '::', PORT: '9000' }).publicUrl, 'http://[::]:9000');
+});

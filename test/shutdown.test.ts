@@ -28,7 +28,8 @@ before(async () => {
   port = await freePort();
   server = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'serve'], {
     cwd: ROOT,
-    env: { ...store.env, PORT: String(port), UAT_PORT: String(await freePort()), ADMIN_TOKEN, LOG_LEVEL: 'info' },
+    // On every interface, and without PUBLIC_URL: the export links it would hand out need a warning.
+    env: { ...store.env, HOST: '0.0.0.0', PORT: String(port), UAT_PORT: String(await freePort()), ADMIN_TOKEN, LOG_LEVEL: 'info' },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   server.stdout!.setEncoding('utf8').on('data', (chunk: string) => logLines.push(...chunk.split('\n')));
@@ -37,6 +38,10 @@ before(async () => {
 after(async () => {
   if (server.exitCode === null) server.kill('SIGKILL');
   await store.cleanup();
+});
+
+test('a server on every interface, without PUBLIC_URL, warns that its download links only work locally', async () => {
+  await logged('set PUBLIC_URL to the address clients reach');
 });
 
 test('SIGTERM stops accepting, finishes the request in flight, then closes the store and exits 0', async () => {
