@@ -73,9 +73,15 @@ export function createSpendRepository(db: Database, collection: SpendCollection)
       FROM jsonb_array_elements($1::jsonb -> 'data') WITH ORDINALITY AS t(r, n))`;
 
   // Sorted by key, so that concurrent requests lock rows in the same order as each other and as
-  // a DELETE;
-  // updated_at is read from the clock after the row lock is held, so it never goes back.
+  // a DELETE; updated_at is read from the clock after the row lock is held, so it never goes
+  // back. The accounts are recorded too (for the export breakdowns), also sorted; PostgreSQL
+  // completes that unread CTE after the main query, so every upsert locks in the same order.
   const upsertSql = `WITH ${input},
+    accounts AS (
+      INSERT INTO ad_accounts (client_id, environment, platform_name, platform_account_id)
+      SELECT DISTINCT $2::uuid, $3, platform_name, platform_account_id FROM input
+       ORDER BY 3, 4
+      ON CONFLICT DO NOTHING),
     upserted AS (
       INSERT INTO ${table} AS s (client_id, environment, ${KEY}, ${VALUES}, created_at, updated_at)
       SELECT $2, $3, ${KEY}, ${VALUES}, created_at, updated_at FROM input
