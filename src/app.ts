@@ -12,6 +12,7 @@ import { isUuid } from './uuid.js';
 import type { Database } from './db/index.js';
 import { createExportJobs } from './exports/jobs.js';
 import { createLinkSigner, signingSecret } from './exports/links.js';
+import { createBreakdownCatalog } from './exports/breakdowns.js';
 import { exportFileRoutes, exportRoutes } from './exports/routes.js';
 import { healthRoutes } from './health.js';
 import { ApiError, registerErrorHandling, sendError } from './http/errors.js';
@@ -118,6 +119,7 @@ export async function buildApp({ config, db, environment, logger, onExportCreate
     await api.register(exportRoutes, {
       prefix: '/v1/exports',
       jobs: createExportJobs(db),
+      breakdowns: createBreakdownCatalog(db),
       signer,
       linkTtlSeconds: config.exportLinkTtlSeconds,
       onCreated: onExportCreated,

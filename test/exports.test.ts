@@ -4,7 +4,7 @@ import { after, test } from 'node:test';
 import { createExportJobs } from '../src/exports/jobs.js';
 import { createExportProducer } from '../src/exports/produce.js';
 import { startExportWorker } from '../src/exports/worker.js';
-import { assertErrorEnvelope, startService, tempDir, type TestApp, type TestClient } from './helpers.js';
+import { ADMIN_TOKEN, assertErrorEnvelope, minimalOrder, postOrders, startService, tempDir, type TestApp, type TestClient } from './helpers.js';
 
 const exportsDir = tempDir();
 const service = await startService({ EXPORTS_DIR: exportsDir, PUBLIC_URL: 'https://tributary.example.com' });
@@ -39,17 +39,19 @@ const record = (at: string, campaign: string, spend: number) => ({
   clicks: 10,
 });
 
+/** Posts spend records (hourly by default) and checks they were stored. */
+async function postSpend(client: TestClient, data: object[], app: TestApp = service.production, url = '/v1/spend_hourly') {
+  const response = await app.inject({ method: 'POST', url, headers: client.headers, payload: { data } });
+  assert.equal(response.statusCode, 201, response.body);
+}
+
 async function clientWithSpend(app: TestApp = service.production): Promise<TestClient> {
   const client = await service.createClient();
-  const response = await app.inject({
-    method: 'POST',
-    url: '/v1/spend_hourly',
-    headers: client.headers,
-    payload: {
-      data: [record(hour(1, 10), 'a', 1.25), record(hour(1, 11), 'a', 2), record(hour(2, 9), 'b', 4), record(hour(3, 9), 'a', 0), record(hour(4, 9), 'b', 1)],
-    },
-  });
-  assert.equal(response.statusCode, 201, response.body);
+  await postSpend(
+    client,
+    [record(hour(1, 10), 'a', 1.25), record(hour(1, 11), 'a', 2), record(hour(2, 9), 'b', 4), record(hour(3, 9), 'a', 0), record(hour(4, 9), 'b', 1)],
+    app,
+  );
   return client;
 }
 
@@ -79,6 +81,106 @@ function download(link: string) {
   const url = new URL(link);
   return service.production.inject({ method: 'GET', url: url.pathname + url.search });
 }
+
+/**
+ * Runs an export to SUCCESS and downloads every file of it. Returns its warn and its CSV lines:
+ * the header (which every file repeats), then the rows of all the files in order.
+ */
+async function exportCsv(client: TestClient, body: object, app: TestApp = service.production) {
+  const created = await createExport(client, body, app);
+  assert.equal(created.statusCode, 201, created.body);
+  const result = await finished(client, created.json().id, app);
+  assert.equal(result.status, 'SUCCESS', JSON.stringify(result.warn));
+  const files = await Promise.all((result.result as string[]).map(download));
+  const lines = files.map((file) => {
+    assert.equal(file.statusCode, 200, file.body);
+    assert.ok(file.body.endsWith('\r\n'), file.body);
+    return file.body.split('\r\n').slice(0, -1);
+  });
+  const header = lines[0]![0]!;
+  for (const file of lines) assert.equal(file[0], header, 'every file starts with the header');
+  return { warn: result.warn as Record<string, unknown>, lines: [header, ...lines.flatMap((file) => file.slice(1))] };
+}
+
+/** What GET /v1/exports/breakdowns answers with these values. */
+const breakdownCatalog = (platform: string[], account: string[]) => ({
+  breakdowns: [
+    { key: 'platform', values: platform },
+    { key: 'account', values: account },
+  ],
+});
+
+function getBreakdowns(client: Pick<TestClient, 'headers'>, app: TestApp = service.production) {
+  return app.inject({ method: 'GET', url: '/v1/exports/breakdowns', headers: client.headers });
+}
+
+/** An hour of spend of an ad account; its impressions and clicks are those of `record`. */
+const adSpend = (at: string, platform_name: string, platform_account_id: string, spend: number) => ({
+  ...record(at, `${platform_name}-campaign`, spend),
+  platform_name,
+  platform_account_id,
+});
+
+/** An order of one product, with at most one refund of it: [amount, made at]. */
+function purchase(orderId: string, customer: string, at: string, total: number, currency = 'USD', refund?: [number, string]) {
+  return minimalOrder(orderId, {
+    customer_id: customer,
+    time_of_purchase: at,
+    currency,
+    purchase_total: total,
+    products: [{ id: 'p', name: 'Product', quantity: 1, price: total }],
+    ...(refund && { refunds: [{ product_id: 'p', quantity: 1, refund_amount: refund[0], refund_cost: 1, refund_made_at: refund[1] }] }),
+  });
+}
+
+async function sendOrders(client: TestClient, orders: object[], app: TestApp = service.production) {
+  const response = await postOrders(app, client, orders);
+  assert.equal(response.statusCode, 200, response.body);
+  assert.deepEqual(response.json().warnings, [], response.body);
+}
+
+/**
+ * The shop the order metrics are computed from, in UTC: its orders and hourly spend, March 1–5
+ * 2024 (and an order before and after). Made once, on first use; the tests only read it.
+ */
+let shopMade: Promise<TestClient> | undefined;
+const shop = () =>
+  (shopMade ??= (async () => {
+    const client = await service.createClient('shop');
+    await sendOrders(client, [
+      // "ret" first ordered in February: a returning customer in March. The February order's
+      // refund, made on March 3, counts on March 3.
+      purchase('ret-0', 'ret', '2024-02-20T10:00:00Z', 15, 'USD', [2.5, '2024-03-03T08:00:00Z']),
+      purchase('ret-1', 'ret', '2024-03-01T12:00:00Z', 30),
+      purchase('ret-2', 'ret', '2024-03-03T15:00:00Z', 10),
+      // "twice" orders twice on March 1: one new customer. The first order is partly refunded on March 2 (10:00 UTC).
+      purchase('twice-1', 'twice', '2024-03-01T09:00:00Z', 20.5, 'USD', [5.25, '2024-03-02T12:00:00+02:00']),
+      purchase('twice-2', 'twice', '2024-03-01T18:00:00Z', 39.75),
+      // "late": 23:30 on March 1 at -02:00 is 01:30 UTC on March 2, its first order. It orders
+      // again at the first instant of March 4, refunded at the first instant after the period,
+      // and once more at that instant: that refund and that order are not in the period.
+      purchase('late-1', 'late', '2024-03-01T23:30:00-02:00', 12),
+      purchase('late-2', 'late', '2024-03-04T00:00:00Z', 99, 'USD', [50, '2024-03-05T00:00:00Z']),
+      purchase('late-3', 'late', '2024-03-05T00:00:00Z', 1000),
+      // In euros, on a day of dollar spend only.
+      purchase('euro-1', 'euro', '2024-03-02T10:00:00Z', 80, 'EUR'),
+    ]);
+    await postSpend(client, [
+      adSpend(hour(1, 10), 'meta', 'act_1', 20),
+      adSpend(hour(1, 11), 'google', 'g-1', 5),
+      adSpend(hour(2, 9), 'google', 'g-1', 8),
+      adSpend(hour(3, 9), 'meta', 'act_2', 4),
+      adSpend(hour(4, 9), 'meta', '', 0),
+    ]);
+    return client;
+  })());
+
+/** March 1 to 5, 2024 (UTC), the 5th excluded. */
+const SHOP_PERIOD = {
+  period_type: 'FIXED',
+  period_options: { period_starting_at: '2024-03-01T00:00:00Z', period_ending_at: '2024-03-05T00:00:00Z' },
+  time_granularity: 'DAILY',
+};
 
 test('an export goes PENDING to SUCCESS, and its links download CSV files without credentials', async () => {
   const client = await clientWithSpend();
@@ -122,12 +224,8 @@ test('an export goes PENDING to SUCCESS, and its links download CSV files withou
 
 test('remove_zero_spend and export_aggregation DATE shape the rows', async () => {
   const client = await clientWithSpend();
-  const { id } = (
-    await createExport(client, { ...FIXED_MARCH, options: { remove_zero_spend: true, export_aggregation: 'DATE' }, metrics: [{ id: 'spend' }] })
-  ).json();
-  const result = await finished(client, id);
-  const [file] = await Promise.all(result.result.map(download));
-  assert.equal(file!.body, ['date,currency,Spend', '2024-03-01,USD,3.25', '2024-03-02,USD,4', '2024-03-04,USD,1', ''].join('\r\n'));
+  const { lines } = await exportCsv(client, { ...FIXED_MARCH, options: { remove_zero_spend: true, export_aggregation: 'DATE' }, metrics: [{ id: 'spend' }] });
+  assert.deepEqual(lines, ['date,currency,Spend', '2024-03-01,USD,3.25', '2024-03-02,USD,4', '2024-03-04,USD,1']);
 });
 
 test('results are per client and environment: another client, or UAT, gets 404; a malformed id is 422', async () => {
@@ -150,15 +248,10 @@ test('results are per client and environment: another client, or UAT, gets 404; 
 
 test('a UAT export sees only UAT data', async () => {
   const client = await clientWithSpend(service.uat);
-  const { id } = (await createExport(client, { ...FIXED_MARCH, options: { export_aggregation: 'DATE' }, metrics: [{ id: 'spend' }] }, service.uat)).json();
-  const result = await finished(client, id, service.uat);
-  const files = await Promise.all(result.result.map(download));
-  const rows = files.flatMap((file) => file.body.split('\r\n').slice(1, -1));
-  assert.deepEqual(rows.map((row) => row.split(',')[0]), ['2024-03-01', '2024-03-02', '2024-03-03', '2024-03-04'], 'the UAT spend');
-  const { id: productionId } = (await createExport(client, { ...FIXED_MARCH, metrics: [{ id: 'spend' }] })).json();
-  const production = await finished(client, productionId);
-  const [empty] = await Promise.all(production.result.map(download));
-  assert.equal(empty!.body, 'date,platform,currency,Spend\r\n', 'no production spend');
+  const uat = await exportCsv(client, { ...FIXED_MARCH, options: { export_aggregation: 'DATE' }, metrics: [{ id: 'spend' }] }, service.uat);
+  assert.deepEqual(uat.lines.slice(1).map((row) => row.split(',')[0]), ['2024-03-01', '2024-03-02', '2024-03-03', '2024-03-04'], 'the UAT spend');
+  const production = await exportCsv(client, { ...FIXED_MARCH, metrics: [{ id: 'spend' }] });
+  assert.deepEqual(production.lines, ['date,platform,currency,Spend'], 'no production spend');
 });
 
 test('links stop working when altered or expired', async () => {
@@ -185,7 +278,7 @@ test('invalid export requests are 422 naming each problem', async () => {
     [{ metrics: [{ id: 'profit' }] }, [['body/metrics/0/id', 'enum']]],
     [{ metrics: [{ id: 'spend', label: '1st' }] }, [['body/metrics/0/label', 'pattern']]],
     [{ metrics: [{ id: 'spend' }, { id: 'spend' }] }, [['body/metrics/1/id', 'unique']]],
-    [{ metrics: [{ id: 'revenue' }] }, [['body/metrics/0/id', 'not_supported']]],
+    [{ metrics: [{ id: 'spend' }, { id: 'revenue' }, { id: 'mer' }] }, [['body/metrics/1/id', 'dependency'], ['body/metrics/2/id', 'dependency']]],
     [{ period_type: 'FIXED', metrics: [{ id: 'spend' }] }, [['body/period_options', 'period']]],
     [
       { period_type: 'FIXED', period_options: { period_starting_at: '2020-01-01T00:00:00Z', period_ending_at: '2024-01-01T00:00:00Z' }, metrics: [{ id: 'spend' }] },
@@ -195,6 +288,10 @@ test('invalid export requests are 422 naming each problem', async () => {
     [{ level: 'keyword', metrics: [{ id: 'spend' }] }, [['body/level', 'enum']]],
     [{ attribution_options: { attribution_models: ['linear'] }, metrics: [{ id: 'spend' }] }, [['body/attribution_options/attribution_models/0', 'enum']]],
     [{ breakdowns: [{ key: 'Platform', values: ['meta'] }], metrics: [{ id: 'spend' }] }, [['body/breakdowns/0/key', 'enum']]],
+    [
+      { breakdowns: [{ key: 'platform', values: [] }, { key: 'account', values: [] }, { key: 'platform', values: ['meta'] }], metrics: [{ id: 'spend' }] },
+      [['body/breakdowns/2/key', 'unique']],
+    ],
     [{ export_file_name: 'a b', metrics: [{ id: 'spend' }] }, [['body/export_file_name', 'pattern']]],
     [{ bucket_name: 'mine', metrics: [{ id: 'spend' }] }, [['body/bucket_name', 'not_supported']]],
     [{ aws_role: 'arn:aws:iam::1:role/x', region: 'eu-west-1', metrics: [{ id: 'spend' }] }, [['body/aws_role', 'not_supported'], ['body/region', 'not_supported']]],
@@ -204,6 +301,30 @@ test('invalid export requests are 422 naming each problem', async () => {
   for (const [body, expected] of cases) {
     const envelope = assertErrorEnvelope(await createExport(client, body), 422);
     assert.deepEqual(envelope.errors?.map((item) => [item.loc, item.type]), expected, JSON.stringify(body));
+  }
+});
+
+test('breakdowns and order metrics are refused, with a reason, where they cannot apply', async () => {
+  const client = await service.createClient();
+  const refusal = async (body: object) => assertErrorEnvelope(await createExport(client, body), 422).errors?.map(({ loc, msg, type }) => ({ loc, msg, type }));
+  assert.deepEqual(await refusal({ breakdowns: [{ key: 'campaign', values: [] }], metrics: [{ id: 'spend' }] }), [
+    { loc: 'body/breakdowns/0/key', msg: 'Unknown breakdown key: GET /v1/exports/breakdowns lists them', type: 'enum' },
+  ]);
+  assert.deepEqual(
+    await refusal({ breakdowns: [{ key: 'account', values: ['a'] }, { key: 'account', values: ['b'] }], metrics: [{ id: 'spend' }] }),
+    [{ loc: 'body/breakdowns/1/key', msg: 'Each breakdown key may be given once', type: 'unique' }],
+  );
+  // Neither a level nor breakdowns make room for the store's metrics: only the two aggregations do.
+  const storeMetrics = { metrics: [{ id: 'clicks' }, { id: 'new_customers' }, { id: 'blended_cac' }] };
+  const refused = await refusal({ ...storeMetrics, level: 'campaign', breakdowns: [{ key: 'platform', values: [] }] });
+  assert.deepEqual(refused?.map(({ loc, type }) => [loc, type]), [
+    ['body/metrics/1/id', 'dependency'],
+    ['body/metrics/2/id', 'dependency'],
+  ]);
+  assert.match(refused![0]!.msg, /options\.aggregate_data or options\.export_aggregation DATE/);
+  for (const options of [{ aggregate_data: true }, { export_aggregation: 'DATE' }]) {
+    const created = await createExport(client, { ...storeMetrics, options });
+    assert.equal(created.statusCode, 201, created.body);
   }
 });
 
@@ -232,17 +353,19 @@ test('options that cannot apply are accepted and named in warn', async () => {
       'attribution_options.accounting_modes',
     ],
   );
+  assert.equal(result.warn.ignored[1], 'options.include_kind_and_platform (export_aggregation DATE sums over the ad objects)');
+
+  const platforms = await exportCsv(client, { ...FIXED_MARCH, level: 'campaign', options: { aggregate_data: true, include_ids: true }, metrics: [{ id: 'spend' }] });
+  assert.deepEqual(platforms.warn.ignored, [
+    'options.include_ids (aggregate_data keeps the platform level, which has no id)',
+    'level (aggregate_data keeps the platform level)',
+  ]);
+  assert.equal(platforms.lines[0], 'date,platform,currency,Spend');
 });
 
 test('an export holding several currencies says so in warn', async () => {
   const client = await clientWithSpend();
-  const euros = await service.production.inject({
-    method: 'POST',
-    url: '/v1/spend_hourly',
-    headers: client.headers,
-    payload: { data: [{ ...record(hour(1, 10), 'eu', 3), spend_currency: 'EUR' }] },
-  });
-  assert.equal(euros.statusCode, 201, euros.body);
+  await postSpend(client, [{ ...record(hour(1, 10), 'eu', 3), spend_currency: 'EUR' }]);
   const { id } = (await createExport(client, { ...FIXED_MARCH, metrics: [{ id: 'spend' }] })).json();
   const result = await finished(client, id);
   assert.match(result.warn.currencies, /EUR, USD .* never added together/);
@@ -252,9 +375,25 @@ test('the catalogs list what an export can hold', async () => {
   const client = await service.createClient();
   const get = (url: string) => service.production.inject({ method: 'GET', url, headers: client.headers }).then((response) => response.json());
   const { metrics } = await get('/v1/exports/metrics');
-  assert.deepEqual(metrics.map((metric: { id: string }) => metric.id), ['spend', 'impressions', 'clicks', 'ctr', 'cpc', 'cpm']);
+  assert.deepEqual(metrics, [
+    { id: 'spend', label: 'Spend' },
+    { id: 'impressions', label: 'Impressions' },
+    { id: 'clicks', label: 'Clicks' },
+    { id: 'ctr', label: 'CTR' },
+    { id: 'cpc', label: 'CPC' },
+    { id: 'cpm', label: 'CPM' },
+    { id: 'revenue', label: 'Revenue' },
+    { id: 'transactions', label: 'Transactions' },
+    { id: 'aov', label: 'Average order value' },
+    { id: 'refunds', label: 'Refunds' },
+    { id: 'net_revenue', label: 'Net revenue' },
+    { id: 'new_customers', label: 'New customers' },
+    { id: 'returning_customers', label: 'Returning customers' },
+    { id: 'mer', label: 'MER (blended ROAS)' },
+    { id: 'blended_cac', label: 'Blended CAC' },
+  ]);
   assert.deepEqual(await get('/v1/exports/attribution-models'), { attribution_models: [] });
-  assert.deepEqual(await get('/v1/exports/breakdowns'), { breakdowns: [] });
+  assert.deepEqual(await get('/v1/exports/breakdowns'), breakdownCatalog([], []), 'no spend yet: the keys, with no values');
 });
 
 test('the UAT test credentials get an id, and nothing is created', async () => {
@@ -265,6 +404,204 @@ test('the UAT test credentials get an id, and nothing is created', async () => {
   assert.match(created.json().id, /^[0-9a-f-]{36}$/);
   assert.deepEqual(await service.db.query('SELECT count(*)::int AS n FROM exports'), before);
   assertErrorEnvelope(await createExport(testCredentials, { metrics: [{ id: 'profit' }] }, service.uat), 422);
+});
+
+test('order metrics: a store row per day and currency, beside the spend, under export_aggregation DATE', async () => {
+  const client = await shop();
+  const { warn, lines } = await exportCsv(client, {
+    ...SHOP_PERIOD,
+    options: { export_aggregation: 'DATE' },
+    metrics: [
+      { id: 'spend' },
+      { id: 'revenue' },
+      { id: 'transactions' },
+      { id: 'aov' },
+      { id: 'refunds' },
+      { id: 'net_revenue' },
+      { id: 'new_customers' },
+      { id: 'returning_customers' },
+      { id: 'mer', label: 'MER' },
+      { id: 'blended_cac' },
+    ],
+  });
+  assert.match(String(warn.currencies), /^Amounts in EUR, USD are in rows of their own/);
+  assert.equal(warn.ignored, undefined);
+  // March 1, USD: spend 20 (meta) + 5 (google) = 25; orders ret-1 30, twice-1 20.5, twice-2 39.75:
+  //   revenue 90.25, 3 transactions, aov 90.25 / 3 = 30.0833…; no refund; new: twice (once,
+  //   though twice ordered twice); returning: ret (first order in February); MER 90.25 / 25 = 3.61;
+  //   CAC 25 / 1.
+  // March 2, EUR: no euro spend; euro-1 80, a new customer: MER over no spend is empty, CAC 0 / 1.
+  // March 2, USD: spend 8; late-1 12 (23:30 at -02:00 on the 1st), new; twice-1's refund 5.25:
+  //   net 12 − 5.25 = 6.75; MER 12 / 8 = 1.5; CAC 8 / 1.
+  // March 3, USD: spend 4; ret-2 10, returning; ret-0's refund 2.5 (of a February order):
+  //   net 7.5; MER 10 / 4 = 2.5; no new customer: CAC is empty.
+  // March 4, USD: spend 0 (a record of 0); late-2 99, returning; its refund and late-3 fall on
+  //   the 5th, after the period. MER and CAC are empty.
+  assert.deepEqual(lines, [
+    'date,currency,Spend,Revenue,Transactions,Average order value,Refunds,Net revenue,New customers,Returning customers,MER,Blended CAC',
+    '2024-03-01,USD,25,90.25,3,30.083333,0,90.25,1,1,3.610000,25.000000',
+    '2024-03-02,EUR,0,80,1,80.000000,0,80,1,0,,0.000000',
+    '2024-03-02,USD,8,12,1,12.000000,5.25,6.75,1,0,1.500000,8.000000',
+    '2024-03-03,USD,4,10,1,10.000000,2.5,7.5,0,1,2.500000,',
+    '2024-03-04,USD,0,99,1,99.000000,0,99,0,1,,',
+  ]);
+});
+
+test('aggregate_data with order metrics: platform rows of spend, then store rows of all of it; kind names them', async () => {
+  const client = await shop();
+  const request = { ...SHOP_PERIOD, options: { aggregate_data: true, include_kind_and_platform: true }, metrics: [{ id: 'spend' }, { id: 'revenue' }, { id: 'mer' }] };
+  const { warn, lines } = await exportCsv(client, request);
+  assert.equal(warn.ignored, undefined, 'include_kind_and_platform applies');
+  // Per day: the store rows first (by currency), then the platforms; the platform rows leave the
+  // order metrics empty. The figures are those of the DATE export of the same shop.
+  const rows = [
+    '2024-03-01,,store,USD,25,90.25,3.610000',
+    '2024-03-01,google,platform,USD,5,,',
+    '2024-03-01,meta,platform,USD,20,,',
+    '2024-03-02,,store,EUR,0,80,',
+    '2024-03-02,,store,USD,8,12,1.500000',
+    '2024-03-02,google,platform,USD,8,,',
+    '2024-03-03,,store,USD,4,10,2.500000',
+    '2024-03-03,meta,platform,USD,4,,',
+    '2024-03-04,,store,USD,0,99,',
+    '2024-03-04,meta,platform,USD,0,,',
+  ];
+  assert.deepEqual(lines, ['date,platform,kind,currency,Spend,Revenue,MER (blended ROAS)', ...rows]);
+
+  // remove_zero_spend leaves out store rows of no spend too, whatever their revenue.
+  const nonZero = await exportCsv(client, { ...request, options: { ...request.options, remove_zero_spend: true } });
+  const zeroSpend = ['2024-03-02,,store,EUR,0,80,', '2024-03-04,,store,USD,0,99,', '2024-03-04,meta,platform,USD,0,,'];
+  assert.deepEqual(nonZero.lines.slice(1), rows.filter((row) => !zeroSpend.includes(row)));
+
+  // Without order metrics, there is no store row.
+  const spendOnly = await exportCsv(client, { ...request, metrics: [{ id: 'spend' }, { id: 'clicks' }] });
+  assert.deepEqual(spendOnly.lines, [
+    'date,platform,kind,currency,Spend,Clicks',
+    '2024-03-01,google,platform,USD,5,10',
+    '2024-03-01,meta,platform,USD,20,10',
+    '2024-03-02,google,platform,USD,8,10',
+    '2024-03-03,meta,platform,USD,4,10',
+    '2024-03-04,meta,platform,USD,0,10',
+  ]);
+});
+
+test('GET /v1/exports/breakdowns lists the platforms and accounts of the client\'s own spend, per environment', async () => {
+  const shopClient = await shop();
+  const listed = async (client: Pick<TestClient, 'headers'>, app: TestApp = service.production) => {
+    const response = await getBreakdowns(client, app);
+    assert.equal(response.statusCode, 200, response.body);
+    return response.json();
+  };
+  // Sorted and distinct; the spend sent without an account adds no empty value.
+  assert.deepEqual(await listed(shopClient), breakdownCatalog(['google', 'meta'], ['act_1', 'act_2', 'g-1']));
+
+  // Another client, with spend on UAT too (daily spend counts as well as hourly).
+  const other = await clientWithSpend();
+  const { hour_start_iso: _hour, ...tiktok } = adSpend(hour(1, 0), 'tiktok', 'tt-1', 3);
+  await postSpend(other, [{ ...tiktok, date: '2024-03-01' }], service.uat, '/v1/spend');
+  assert.deepEqual(await listed(other), breakdownCatalog(['meta'], []), 'production: its own spend only');
+  assert.deepEqual(await listed(other, service.uat), breakdownCatalog(['tiktok'], ['tt-1']), 'UAT: the UAT spend only');
+  assert.deepEqual(await listed(shopClient, service.uat), breakdownCatalog([], []));
+  assert.deepEqual(await listed(shopClient), breakdownCatalog(['google', 'meta'], ['act_1', 'act_2', 'g-1']), 'unchanged');
+
+  // The UAT test credentials store nothing, so they have no values.
+  assert.deepEqual(await listed({ headers: { authorization: 'None', 'data-client-id': 'test' } }, service.uat), breakdownCatalog([], []));
+  assertErrorEnvelope(await getBreakdowns({ headers: { authorization: 'None', 'data-client-id': 'test' } }), 401);
+});
+
+test('breakdowns split the rows of ad objects by platform and account, and values keep some of them', async () => {
+  const client = await shop();
+  // Under export_aggregation DATE, a breakdown brings its column back; the store rows hold the
+  // spend of every platform (google's too), and kind is ignored.
+  const metaOnly = await exportCsv(client, {
+    ...SHOP_PERIOD,
+    breakdowns: [{ key: 'platform', values: ['meta'] }],
+    options: { export_aggregation: 'DATE', include_kind_and_platform: true },
+    metrics: [{ id: 'spend' }, { id: 'revenue' }],
+  });
+  assert.deepEqual(metaOnly.warn.ignored, ['options.include_kind_and_platform (export_aggregation DATE sums over the ad objects)']);
+  assert.deepEqual(metaOnly.lines, [
+    'date,platform,currency,Spend,Revenue',
+    '2024-03-01,,USD,25,90.25',
+    '2024-03-01,meta,USD,20,',
+    '2024-03-02,,EUR,0,80',
+    '2024-03-02,,USD,8,12',
+    '2024-03-03,,USD,4,10',
+    '2024-03-03,meta,USD,4,',
+    '2024-03-04,,USD,0,99',
+    '2024-03-04,meta,USD,0,',
+  ]);
+
+  // Both keys, all values, spend only: a row per day × platform × account; no store row.
+  const both = await exportCsv(client, {
+    ...SHOP_PERIOD,
+    breakdowns: [
+      { key: 'account', values: [] },
+      { key: 'platform', values: [] },
+    ],
+    options: { export_aggregation: 'DATE' },
+    metrics: [{ id: 'spend' }],
+  });
+  assert.deepEqual(both.lines, [
+    'date,platform,account,currency,Spend',
+    '2024-03-01,google,g-1,USD,5',
+    '2024-03-01,meta,act_1,USD,20',
+    '2024-03-02,google,g-1,USD,8',
+    '2024-03-03,meta,act_2,USD,4',
+    '2024-03-04,meta,,USD,0',
+  ]);
+
+  // At the platform level, an account breakdown adds its column; its values keep two accounts.
+  const accounts = await exportCsv(client, {
+    ...SHOP_PERIOD,
+    breakdowns: [{ key: 'account', values: ['g-1', 'act_2'] }],
+    metrics: [{ id: 'spend' }, { id: 'cpc' }],
+  });
+  assert.deepEqual(accounts.lines, [
+    'date,platform,account,currency,Spend,CPC',
+    '2024-03-01,google,g-1,USD,5,0.500000',
+    '2024-03-02,google,g-1,USD,8,0.800000',
+    '2024-03-03,meta,act_2,USD,4,0.400000',
+  ]);
+});
+
+test('order metrics count days in the client\'s time zone', async () => {
+  const client = await service.createClient();
+  const patched = await service.production.inject({
+    method: 'PATCH',
+    url: `/admin/v1/clients/${client.client_id}`,
+    headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+    payload: { time_zone: 'America/New_York' },
+  });
+  assert.equal(patched.statusCode, 200, patched.body);
+  // In New York (UTC−5 in early March), all three fall on the evening of March 1 and the first
+  // half hour of March 2, though all are on March 2 in UTC.
+  await sendOrders(client, [purchase('night-1', 'night', '2024-03-02T03:00:00Z', 40, 'USD', [7, '2024-03-02T05:30:00Z'])]); // 22:00; refund 00:30
+  await postSpend(client, [adSpend('2024-03-02T04:00:00Z', 'meta', 'act_1', 3)]); // 23:00
+  const period = { period_type: 'FIXED', period_options: { period_starting_at: '2024-03-01T05:00:00Z', period_ending_at: '2024-03-03T05:00:00Z' } };
+  const daily = await exportCsv(client, {
+    ...period,
+    options: { export_aggregation: 'DATE' },
+    metrics: ['spend', 'revenue', 'transactions', 'aov', 'refunds', 'net_revenue', 'new_customers'].map((id) => ({ id })),
+  });
+  // March 2 has the refund alone: no order, so an empty AOV, and a negative net revenue.
+  assert.deepEqual(daily.lines, [
+    'date,currency,Spend,Revenue,Transactions,Average order value,Refunds,Net revenue,New customers',
+    '2024-03-01,USD,3,40,1,40.000000,0,40,1',
+    '2024-03-02,USD,0,0,0,,7,-7,0',
+  ]);
+  const hourly = await exportCsv(client, {
+    ...period,
+    time_granularity: 'HOURLY',
+    options: { export_aggregation: 'DATE' },
+    metrics: [{ id: 'spend' }, { id: 'revenue' }, { id: 'refunds' }],
+  });
+  assert.deepEqual(hourly.lines, [
+    'date,currency,Spend,Revenue,Refunds',
+    '2024-03-01T22:00:00-05:00,USD,0,40,0',
+    '2024-03-01T23:00:00-05:00,USD,3,0,0',
+    '2024-03-02T00:00:00-05:00,USD,0,0,7',
+  ]);
 });
 
 test('a failing attempt ends as ERROR with the first error, named by code, and the process goes on', async () => {

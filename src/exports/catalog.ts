@@ -34,3 +34,10 @@ export const METRICS: readonly Metric[] = [
 ];
 
 export const METRIC_IDS = METRICS.map((metric) => metric.id);
+
+/** Whether a metric needs the orders: it describes the whole store, not an ad object. */
+export const isOrderMetric = (id: string) => METRICS.find((metric) => metric.id === id)?.source !== 'spend';
+
+/** Labels of the client's spend that can split an export's rows; their values come from the client's data. */
+export const BREAKDOWN_KEYS = ['platform', 'account'] as const;
+export type BreakdownKey = (typeof BREAKDOWN_KEYS)[number];

@@ -1,11 +1,11 @@
 import path from 'node:path';
 import type { Database } from '../db/index.js';
-import { METRICS } from './catalog.js';
+import { METRICS, isOrderMetric } from './catalog.js';
 import { writeCsv } from './csv.js';
 import type { ExportJob } from './jobs.js';
 import { resolvePeriod } from './period.js';
 import type { ExportRequest } from './schema.js';
-import { spendRowsSql, type Granularity, type Level } from './spend-rows.js';
+import { exportRowsSql, type Granularity, type Level } from './rows.js';
 
 export interface ProducerOptions {
   db: Database;
@@ -28,14 +28,17 @@ export function createExportProducer({ db, exportsDir, rowsPerFile }: ProducerOp
     const level: Level | null =
       options.export_aggregation === 'DATE' ? null : options.aggregate_data ? 'platform' : (request.level as Level);
 
-    const { sql, params, columns } = spendRowsSql({
+    const { sql, params, columns } = exportRowsSql({
       tenant: { clientId: job.client_id, environment: job.environment, dryRun: false },
       timeZone,
       period: resolvePeriod(request.period_type!, request.period_options, timeZone, new Date(job.created_at)),
       granularity: request.time_granularity as Granularity,
       level,
+      breakdowns: request.breakdowns ?? [],
       includeIds: options.include_ids ?? false,
+      includeKind: options.include_kind_and_platform ?? false,
       removeZeroSpend: options.remove_zero_spend ?? false,
+      withOrders: request.metrics.some((metric) => isOrderMetric(metric.id)),
     });
     const dimensions = columns.slice(0, columns.indexOf('currency') + 1);
     const labelOf = (id: string, label?: string) => label ?? METRICS.find((metric) => metric.id === id)!.label;

@@ -5,12 +5,13 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { ApiError, invalidRequest, type ErrorItem } from '../http/errors.js';
 import { ErrorEnvelope } from '../http/schemas.js';
-import { METRICS } from './catalog.js';
+import type { BreakdownCatalog } from './breakdowns.js';
+import { METRICS, isOrderMetric } from './catalog.js';
 import type { ExportJobs } from './jobs.js';
 import type { LinkSigner } from './links.js';
 import { PeriodError, resolvePeriod } from './period.js';
 import { BUCKET_FIELDS, ExportRequest } from './schema.js';
-import { DIMENSION_COLUMNS } from './spend-rows.js';
+import { DIMENSION_COLUMNS } from './rows.js';
 
 const config = { validationStatus: 422 as const };
 const errors = { 401: ErrorEnvelope, 422: ErrorEnvelope };
@@ -25,8 +26,17 @@ const ExportResult = Type.Object({
   warn: Type.Record(Type.String(), Type.Unknown(), { description: 'Ignored options, and why an export failed.' }),
 });
 
+const MetricList = Type.Object({ metrics: Type.Array(Type.Object({ id: Type.String(), label: Type.String() })) });
+const BreakdownList = Type.Object({
+  breakdowns: Type.Array(Type.Object({ key: Type.String(), values: Type.Array(Type.String()) })),
+});
+const AttributionModelList = Type.Object({
+  attribution_models: Type.Array(Type.Object({ id: Type.String(), name: Type.Union([Type.String(), Type.Null()]) })),
+});
+
 export interface ExportRouteOptions {
   jobs: ExportJobs;
+  breakdowns: BreakdownCatalog;
   signer: LinkSigner;
   linkTtlSeconds: number;
   /** Called when an export is created, so that a worker of this process can start on it at once. */
@@ -45,18 +55,20 @@ function checkRequest(request: ExportRequest): { problems: ErrorItem[]; ignored:
     problems.push({ loc: 'body/period_options', msg: error.message, type: 'period' });
   }
   if (request.period_type !== 'FIXED' && request.period_options) ignored.push('period_options (period_type is not FIXED)');
-  request.metrics.forEach((metric, index) => {
-    if (METRICS.find((known) => known.id === metric.id)?.source !== 'spend') {
-      problems.push({ loc: `body/metrics/${index}/id`, msg: 'Not available yet: only spend metrics can be exported', type: 'not_supported' });
-    }
-  });
-  (request.breakdowns ?? []).forEach((breakdown, index) =>
-    problems.push({ loc: `body/breakdowns/${index}/key`, msg: `Unknown breakdown key ${breakdown.key}: GET /v1/exports/breakdowns lists them`, type: 'enum' }),
-  );
   const options = request.options ?? {};
   const summed = options.export_aggregation === 'DATE';
-  if (options.include_kind_and_platform) ignored.push('options.include_kind_and_platform (not available yet)');
-  if (summed && options.include_ids) ignored.push('options.include_ids (export_aggregation DATE has no ad objects)');
+  request.metrics.forEach((metric, index) => {
+    if (isOrderMetric(metric.id) && !summed && !options.aggregate_data) {
+      problems.push({
+        loc: `body/metrics/${index}/id`,
+        msg: 'Order metrics describe the whole store: ask for them with options.aggregate_data or options.export_aggregation DATE',
+        type: 'dependency',
+      });
+    }
+  });
+  if (summed && options.include_kind_and_platform) ignored.push('options.include_kind_and_platform (export_aggregation DATE sums over the ad objects)');
+  if (summed && options.include_ids) ignored.push('options.include_ids (export_aggregation DATE sums over the ad objects)');
+  else if (options.aggregate_data && options.include_ids) ignored.push('options.include_ids (aggregate_data keeps the platform level, which has no id)');
   if (summed && request.level !== 'platform') ignored.push('level (export_aggregation DATE sums over the ad objects)');
   else if (options.aggregate_data && request.level !== 'platform') ignored.push('level (aggregate_data keeps the platform level)');
 
@@ -82,7 +94,7 @@ function checkRequest(request: ExportRequest): { problems: ErrorItem[]; ignored:
 }
 
 /** Create and poll exports, and the catalogs of what an export can hold. */
-export const exportRoutes: FastifyPluginAsyncTypebox<ExportRouteOptions> = async (app, { jobs, signer, linkTtlSeconds, onCreated }) => {
+export const exportRoutes: FastifyPluginAsyncTypebox<ExportRouteOptions> = async (app, { jobs, breakdowns, signer, linkTtlSeconds, onCreated }) => {
   app.post(
     '/data-export',
     {
@@ -146,11 +158,21 @@ export const exportRoutes: FastifyPluginAsyncTypebox<ExportRouteOptions> = async
     },
   );
 
-  app.get('/metrics', { schema: { summary: 'Metrics an export can hold' } }, async () => ({
-    metrics: METRICS.filter((metric) => metric.source === 'spend').map(({ id, label }) => ({ id, label })),
-  }));
-  app.get('/breakdowns', { schema: { summary: 'Breakdown keys and their values' } }, async () => ({ breakdowns: [] }));
-  app.get('/attribution-models', { schema: { summary: 'Attribution models' } }, async () => ({ attribution_models: [] }));
+  app.get(
+    '/metrics',
+    { schema: { summary: 'Metrics an export can hold', response: { 200: MetricList, 401: ErrorEnvelope } } },
+    async () => ({ metrics: METRICS.map(({ id, label }) => ({ id, label })) }),
+  );
+  app.get(
+    '/breakdowns',
+    { schema: { summary: 'Breakdown keys, with the values found in this client\'s spend', response: { 200: BreakdownList, 401: ErrorEnvelope } } },
+    async (request) => ({ breakdowns: await breakdowns.list(request.tenant) }),
+  );
+  app.get(
+    '/attribution-models',
+    { schema: { summary: 'Attribution models (none yet)', response: { 200: AttributionModelList, 401: ErrorEnvelope } } },
+    async () => ({ attribution_models: [] }),
+  );
 };
 
 /** Downloads by signed link: no credentials, the signature is the permission. */

@@ -1,53 +1,101 @@
 import type { Tenant } from '../auth/tenant.js';
+import type { BreakdownKey } from './catalog.js';
 import type { Period } from './period.js';
 
 export type Granularity = 'HOURLY' | 'DAILY' | 'WEEKLY' | 'MONTHLY';
 export type Level = 'platform' | 'campaign' | 'adset' | 'ad';
 
-export interface SpendRowsQuery {
+export interface ExportRowsQuery {
   tenant: Tenant;
   timeZone: string;
   period: Period;
   granularity: Granularity;
   /** The ad objects rows are made of; null sums over all of them per bucket (export_aggregation DATE). */
   level: Level | null;
+  /** Labels that split the rows of ad objects; `values`, when not empty, keeps only rows with one of them. */
+  breakdowns: { key: BreakdownKey; values: string[] }[];
   includeIds: boolean;
+  /** Adds the `kind` column: the level of a row's ad objects, `store` on a store row. */
+  includeKind: boolean;
   removeZeroSpend: boolean;
+  /** Adds the order metrics, on a row per bucket and currency for the whole store. */
+  withOrders: boolean;
 }
 
-/** The dimension columns of each level, in order: [column, id column, name column]. */
-const LEVELS: Record<Level, [string, string | null, string][]> = {
-  platform: [['platform', null, 'platform_name']],
-  campaign: [['platform', null, 'platform_name'], ['campaign', 'campaign_id', 'campaign_name']],
-  adset: [['platform', null, 'platform_name'], ['campaign', 'campaign_id', 'campaign_name'], ['adset', 'adset_id', 'adset_name']],
-  ad: [
-    ['platform', null, 'platform_name'],
-    ['campaign', 'campaign_id', 'campaign_name'],
-    ['adset', 'adset_id', 'adset_name'],
-    ['ad', 'ad_id', 'ad_name'],
-  ],
-};
+/** A column of ad-object rows: the spend column that tells objects apart, and the one naming them, if any. */
+interface Dimension {
+  column: string;
+  key: string;
+  name?: string;
+}
+
+const PLATFORM: Dimension = { column: 'platform', key: 'platform_name' };
+const ACCOUNT: Dimension = { column: 'account', key: 'platform_account_id' };
+const OBJECTS: Dimension[] = [
+  { column: 'campaign', key: 'campaign_id', name: 'campaign_name' },
+  { column: 'adset', key: 'adset_id', name: 'adset_name' },
+  { column: 'ad', key: 'ad_id', name: 'ad_name' },
+];
+const LEVEL_DEPTH: Record<Level, number> = { platform: 0, campaign: 1, adset: 2, ad: 3 };
+const BREAKDOWNS: Record<BreakdownKey, Dimension> = { platform: PLATFORM, account: ACCOUNT };
+
+/** The columns of a dimension: its own, and its id when ids are included and it has a name apart. */
+const columnsOf = ({ column, name }: Dimension, includeIds: boolean) => (name && includeIds ? [column, `${column}_id`] : [column]);
 
 /** Every column an export may have before its metrics. */
-export const DIMENSION_COLUMNS = ['date', 'platform', 'campaign', 'campaign_id', 'adset', 'adset_id', 'ad', 'ad_id', 'currency'];
+export const DIMENSION_COLUMNS = ['date', ...[PLATFORM, ACCOUNT, ...OBJECTS].flatMap((dimension) => columnsOf(dimension, true)), 'kind', 'currency'];
 
-const KEY = 'platform_name, platform_account_id, campaign_id, adset_id, ad_id';
-const COLUMNS = `${KEY}, campaign_name, adset_name, ad_name, spend, spend_currency, impressions, clicks`;
+const SPEND_COLUMNS = 'platform_name, platform_account_id, campaign_id, adset_id, ad_id, campaign_name, adset_name, ad_name, spend, spend_currency, impressions, clicks';
 const UNITS: Record<Exclude<Granularity, 'HOURLY'>, string> = { DAILY: 'day', WEEKLY: 'week', MONTHLY: 'month' };
 /** Ratios are rounded to this many decimal places. */
 const RATIO_SCALE = 6;
+const ratio = (numerator: string, denominator: string) => `round(${numerator} / nullif(${denominator}, 0), ${RATIO_SCALE})`;
+
+/** The sums a row is made of, and the metrics computed from them; order sums are null on ad-object rows. */
+const SPEND_SUMS = ['spend', 'impressions', 'clicks'];
+const ORDER_SUMS: [string, string][] = [
+  ['revenue', 'numeric'],
+  ['transactions', 'bigint'],
+  ['refunds', 'numeric'],
+  ['new_customers', 'bigint'],
+  ['returning_customers', 'bigint'],
+];
+const SPEND_METRICS: [string, string][] = [
+  ['spend', 'spend'],
+  ['impressions', 'impressions'],
+  ['clicks', 'clicks'],
+  ['ctr', ratio('clicks', 'impressions')],
+  ['cpc', ratio('spend', 'clicks')],
+  ['cpm', ratio('spend * 1000', 'impressions')],
+];
+const ORDER_METRICS: [string, string][] = [
+  ['revenue', 'revenue'],
+  ['transactions', 'transactions'],
+  ['aov', ratio('revenue', 'transactions')],
+  ['refunds', 'refunds'],
+  ['net_revenue', 'revenue - refunds'],
+  ['new_customers', 'new_customers'],
+  ['returning_customers', 'returning_customers'],
+  ['mer', ratio('revenue', 'spend')],
+  ['blended_cac', ratio('spend', 'new_customers')],
+];
 
 /**
- * Spend, impressions and clicks per time bucket, ad object and currency, with CTR, CPC and CPM;
- * as one SQL statement with its parameters. Money is never summed across currencies: the
+ * The rows of an export, as one SQL statement with its parameters, and the names of its columns
+ * (dimensions, then every metric it computes). Money is never summed across currencies: the
  * currency is a column of every row.
+ *
+ * Rows of ad objects (a `level`, breakdowns) hold the spend metrics. A store row per bucket and
+ * currency sums the spend of every ad object, whatever the breakdowns keep, and holds the order
+ * metrics beside it; it is there when the export asks for order metrics, or has no ad objects.
  *
  * Hourly and daily records are never added together. HOURLY buckets read hourly records only.
  * Longer buckets read daily records, and roll up the hourly records of an ad object's day only
- * when that day has no daily record (a day is a day of the client's time zone).
+ * when that day has no daily record (a day is a day of the client's time zone). An hour is
+ * bucketed by its instant, so the two 01:00s of the night clocks go back are two rows.
  */
-export function spendRowsSql(query: SpendRowsQuery): { sql: string; params: unknown[]; columns: string[] } {
-  const { tenant, timeZone, period, granularity, level, includeIds, removeZeroSpend } = query;
+export function exportRowsSql(query: ExportRowsQuery): { sql: string; params: unknown[]; columns: string[] } {
+  const { tenant, timeZone, period, granularity, level, breakdowns, includeIds, includeKind, removeZeroSpend, withOrders } = query;
   const params: unknown[] = [tenant.clientId, tenant.environment, timeZone, period.from, period.to];
   // $4 and $5 as instants, and as local days of the client's zone.
   const [fromInstant, toInstant] =
@@ -58,73 +106,145 @@ export function spendRowsSql(query: SpendRowsQuery): { sql: string; params: unkn
     period.kind === 'days'
       ? ['$4::date', '$5::date']
       : ['($4::timestamptz AT TIME ZONE $3)::date', "(($5::timestamptz - interval '1 microsecond') AT TIME ZONE $3)::date + 1"];
+  /** The bucket of an instant: its hour, or the local day, week (from Monday) or month it falls in. */
+  const bucketOf = (instant: string) =>
+    granularity === 'HOURLY'
+      ? `date_trunc('hour', ${instant} AT TIME ZONE 'UTC') AT TIME ZONE 'UTC'`
+      : `date_trunc('${UNITS[granularity]}', ${instant} AT TIME ZONE $3)`;
+  const label =
+    granularity === 'HOURLY'
+      ? `to_char(bucket AT TIME ZONE $3, 'YYYY-MM-DD"T"HH24:MI:SS') || utc_offset(bucket, $3)`
+      : "to_char(bucket, 'YYYY-MM-DD')";
 
-  const hourly = `SELECT (period AT TIME ZONE $3) AS local_time, period AS instant, ${COLUMNS} FROM spend_hourly
+  const hourly = `SELECT period AT TIME ZONE $3 AS local_time, period AS instant, ${SPEND_COLUMNS} FROM spend_hourly
     WHERE client_id = $1 AND environment = $2 AND period >= ${fromInstant} AND period < ${toInstant}`;
-  const daily = `SELECT period::timestamp AS local_time, NULL::timestamptz AS instant, ${COLUMNS} FROM spend_daily
+  const daily = `SELECT period::timestamp AS local_time, NULL::timestamptz AS instant, ${SPEND_COLUMNS} FROM spend_daily
     WHERE client_id = $1 AND environment = $2 AND period >= ${fromDay} AND period < ${toDay}`;
   const records =
     granularity === 'HOURLY'
-      ? hourly
-      : `${daily} UNION ALL SELECT h.* FROM (${hourly}) h
+      ? `SELECT *, instant AS bucket FROM (${hourly}) AS h`
+      : `SELECT *, date_trunc('${UNITS[granularity]}', local_time) AS bucket FROM (
+          ${daily} UNION ALL SELECT h.* FROM (${hourly}) AS h
           WHERE NOT EXISTS (SELECT 1 FROM spend_daily d
                              WHERE d.client_id = $1 AND d.environment = $2 AND d.period = h.local_time::date
                                AND (d.platform_name, d.platform_account_id, d.campaign_id, d.adset_id, d.ad_id)
-                                 = (h.platform_name, h.platform_account_id, h.campaign_id, h.adset_id, h.ad_id))`;
+                                 = (h.platform_name, h.platform_account_id, h.campaign_id, h.adset_id, h.ad_id))) AS r`;
 
-  // An hour is bucketed by its instant (two 01:00s on the night clocks go back are two rows) and
-  // labelled in local time with its offset; longer buckets by local date, weeks from Monday.
-  const [bucket, label] =
-    granularity === 'HOURLY'
-      ? [
-          'instant',
-          `to_char(instant AT TIME ZONE $3, 'YYYY-MM-DD"T"HH24:MI:SS') || utc_offset(instant, $3)`,
-        ]
-      : [`date_trunc('${UNITS[granularity]}', local_time)`, `to_char(date_trunc('${UNITS[granularity]}', local_time), 'YYYY-MM-DD')`];
+  // Every ad-object row names its platform: an account id is an account of one platform.
+  const accountBreakdown = breakdowns.some((breakdown) => breakdown.key === 'account');
+  const dimensions = [
+    ...(level !== null || breakdowns.length > 0 ? [PLATFORM] : []),
+    ...(accountBreakdown ? [ACCOUNT] : []),
+    ...(level !== null ? OBJECTS.slice(0, LEVEL_DEPTH[level]) : []),
+  ];
+  const kindColumn = includeKind && level !== null;
+  const objectRows = dimensions.length > 0;
+  const storeRows = !objectRows || withOrders;
 
-  const dimensions = level ? LEVELS[level] : [];
-  const selected: string[] = [`${label} AS date`];
-  const groups = [bucket];
-  const columns = ['date'];
-  // An object renamed within the period is one object, shown under the name of its latest
-  // record (on the night clocks go back, the later of two equal local times). Objects are told
-  // apart by platform and id, across accounts, as the rows are.
-  const partition: string[] = ['platform_name'];
-  const latestNames: string[] = [];
-  for (const [column, id, name] of dimensions) {
-    const key = id ?? name;
-    groups.push(key);
-    if (id) {
-      partition.push(id);
-      latestNames.push(
-        `first_value(${name}) OVER (PARTITION BY ${partition.join(', ')} ORDER BY local_time DESC, instant DESC NULLS LAST) AS latest_${name}`,
-      );
+  // The output columns of every row, and the hidden ones rows are sorted by.
+  const columns = ['date', ...dimensions.flatMap((dimension) => columnsOf(dimension, includeIds))];
+  const sortKeys = dimensions.map((_, index) => `key_${index}`);
+  if (kindColumn) columns.push('kind');
+  columns.push('currency');
+  const sums = [...SPEND_SUMS, ...(withOrders ? ORDER_SUMS.map(([sum]) => sum) : [])];
+  const metrics = [...SPEND_METRICS, ...(withOrders ? ORDER_METRICS : [])];
+
+  const parts: string[] = [];
+  const ctes = [`records AS (${records})`];
+  if (objectRows) {
+    // An object renamed within the period is one object, shown under the name of its latest
+    // record (on the night clocks go back, the later of two equal local times). Objects are told
+    // apart as the rows are: by platform, account when it is a breakdown, and ids.
+    const partition: string[] = [];
+    const latestNames: string[] = [];
+    const shown: string[] = [];
+    for (const { column, key, name } of dimensions) {
+      partition.push(key);
+      if (!name) {
+        shown.push(`${key} AS ${column}`);
+        continue;
+      }
+      latestNames.push(`first_value(${name}) OVER (PARTITION BY ${partition.join(', ')}
+        ORDER BY local_time DESC, instant DESC NULLS LAST) AS latest_${name}`);
+      shown.push(`max(latest_${name}) AS ${column}`);
+      if (includeIds) shown.push(`${key} AS ${column}_id`);
     }
-    selected.push(id ? `max(latest_${name}) AS ${column}` : `${name} AS ${column}`);
-    columns.push(column);
-    if (id && includeIds) {
-      selected.push(`${id} AS ${column}_id`);
-      columns.push(`${column}_id`);
+    const selected = ['bucket', ...dimensions.map(({ key }, index) => `${key} AS key_${index}`), ...shown];
+    if (kindColumn) selected.push(`'${level}' AS kind`);
+    selected.push('spend_currency AS currency', ...SPEND_SUMS.map((sum) => `sum(${sum}) AS ${sum}`));
+    if (withOrders) selected.push(...ORDER_SUMS.map(([sum, type]) => `NULL::${type} AS ${sum}`));
+    const kept = breakdowns
+      .filter((breakdown) => breakdown.values.length > 0)
+      .map((breakdown) => `${BREAKDOWNS[breakdown.key].key} = ANY($${params.push(breakdown.values)}::text[])`);
+    parts.push(`SELECT ${selected.join(', ')}
+      FROM (SELECT *${latestNames.map((expression) => `, ${expression}`).join('')} FROM records
+             ${kept.length > 0 ? `WHERE ${kept.join(' AND ')}` : ''}) AS named
+      GROUP BY bucket, ${partition.join(', ')}, spend_currency`);
+  }
+  if (storeRows) {
+    ctes.push(`store_spend AS (
+      SELECT bucket, spend_currency AS currency, ${SPEND_SUMS.map((sum) => `sum(${sum}) AS ${sum}`).join(', ')}
+        FROM records GROUP BY bucket, spend_currency)`);
+    const blank = (column: string) => `NULL::text AS ${column}`;
+    const selected = [
+      'bucket',
+      ...sortKeys.map(blank),
+      ...columns.slice(1, columns.indexOf('currency')).map((column) => (column === 'kind' ? "'store' AS kind" : blank(column))),
+      'currency',
+    ];
+    if (withOrders) {
+      // An hour of spend is in the period when it starts in it; orders and refunds are taken by
+      // the same rule, so no hour is cut short (a local midnight is not always an hour's start).
+      const ceilHour = (instant: string) => `(date_trunc('hour', ${instant} AT TIME ZONE 'UTC' - interval '1 microsecond') AT TIME ZONE 'UTC' + interval '1 hour')`;
+      const [ordersFrom, ordersTo] = granularity === 'HOURLY' ? [ceilHour(fromInstant), ceilHour(toInstant)] : [fromInstant, toInstant];
+      ctes.push(...orderTotals(ordersFrom, ordersTo, bucketOf));
+      selected.push(...sums.map((sum) => `coalesce(${sum}, 0) AS ${sum}`));
+      parts.push(`SELECT ${selected.join(', ')}
+        FROM store_spend FULL JOIN order_totals USING (bucket, currency) FULL JOIN refund_totals USING (bucket, currency)`);
+    } else {
+      selected.push(...SPEND_SUMS);
+      parts.push(`SELECT ${selected.join(', ')} FROM store_spend`);
     }
   }
-  groups.push('spend_currency');
-  const ratio = (numerator: string, denominator: string) =>
-    `round(${numerator} / nullif(${denominator}, 0), ${RATIO_SCALE})`;
-  selected.push(
-    'spend_currency AS currency',
-    'sum(spend) AS spend',
-    'sum(impressions) AS impressions',
-    'sum(clicks) AS clicks',
-    `${ratio('sum(clicks)', 'sum(impressions)')} AS ctr`,
-    `${ratio('sum(spend)', 'sum(clicks)')} AS cpc`,
-    `${ratio('sum(spend) * 1000', 'sum(impressions)')} AS cpm`,
-  );
-  columns.push('currency', 'spend', 'impressions', 'clicks', 'ctr', 'cpc', 'cpm');
 
-  const sql = `SELECT ${selected.join(', ')}
-    FROM (SELECT *${latestNames.map((expression) => `, ${expression}`).join('')} FROM (${records}) AS r) AS records
-    GROUP BY ${groups.join(', ')}
-    ${removeZeroSpend ? 'HAVING sum(spend) <> 0' : ''}
-    ORDER BY ${groups.join(', ')}`;
-  return { sql, params, columns };
+  const sql = `WITH ${ctes.join(',\n')}
+    SELECT ${label} AS date, ${columns.slice(1).join(', ')}, ${metrics.map(([metric, expression]) => `${expression} AS ${metric}`).join(', ')}
+      FROM (${parts.join(' UNION ALL ')}) AS export_rows
+     ${removeZeroSpend ? 'WHERE spend <> 0' : ''}
+     ORDER BY bucket, ${sortKeys.map((key) => `${key} NULLS FIRST`).concat('currency').join(', ')}`;
+  return { sql, params, columns: [...columns, ...metrics.map(([metric]) => metric)] };
+}
+
+/**
+ * Order totals per bucket and currency, as common table expressions `order_totals` and
+ * `refund_totals`. An order counts in the bucket of its time_of_purchase, a refund in the bucket
+ * of its refund_made_at, both in the order's currency. A customer is new in the bucket of their
+ * first order ever, and returning in a later bucket they order in.
+ */
+function orderTotals(fromInstant: string, toInstant: string, bucketOf: (instant: string) => string): string[] {
+  return [
+    `purchases AS (
+      SELECT time_of_purchase AS at, customer_id, currency, purchase_total
+        FROM orders
+       WHERE client_id = $1 AND environment = $2 AND time_of_purchase >= ${fromInstant} AND time_of_purchase < ${toInstant})`,
+    `first_purchases AS (
+      SELECT customer_id, min(time_of_purchase) AS first_at
+        FROM orders
+       WHERE client_id = $1 AND environment = $2 AND time_of_purchase < ${toInstant}
+         AND customer_id IN (SELECT customer_id FROM purchases)
+       GROUP BY customer_id)`,
+    `order_totals AS (
+      SELECT ${bucketOf('p.at')} AS bucket, p.currency, sum(p.purchase_total) AS revenue, count(*) AS transactions,
+             count(DISTINCT p.customer_id) FILTER (WHERE p.at = f.first_at) AS new_customers,
+             count(DISTINCT p.customer_id) FILTER (WHERE ${bucketOf('f.first_at')} < ${bucketOf('p.at')}) AS returning_customers
+        FROM purchases p JOIN first_purchases f USING (customer_id)
+       GROUP BY 1, 2)`,
+    `refund_totals AS (
+      SELECT ${bucketOf('x.at')} AS bucket, o.currency, sum(x.amount) AS refunds
+        FROM orders o
+       CROSS JOIN LATERAL jsonb_array_elements(o.refunds) AS r
+       CROSS JOIN LATERAL (SELECT (r->>'refund_made_at')::timestamptz AS at, (r->>'refund_amount')::numeric AS amount) AS x
+       WHERE o.client_id = $1 AND o.environment = $2 AND o.refunds IS NOT NULL AND x.at >= ${fromInstant} AND x.at < ${toInstant}
+       GROUP BY 1, 2)`,
+  ];
 }

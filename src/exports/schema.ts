@@ -1,5 +1,6 @@
 import { Type, type Static } from 'typebox';
-import { METRIC_IDS } from './catalog.js';
+import { Identifier } from '../http/schemas.js';
+import { BREAKDOWN_KEYS, METRIC_IDS, type BreakdownKey } from './catalog.js';
 
 export const PERIOD_TYPES = [
   'FIXED', 'TODAY', 'YESTERDAY', 'YESTERDAY_AND_TODAY',
@@ -33,8 +34,22 @@ export const ExportRequest = Type.Object(
     ),
     breakdowns: Type.Optional(
       Type.Array(
-        Type.Object({ key: Type.String({ minLength: 1 }), values: Type.Array(Type.String()) }, { additionalProperties: false }),
-        { description: 'Labels that split rows; see GET /v1/exports/breakdowns.' },
+        Type.Object(
+          {
+            key: Type.Unsafe<BreakdownKey>({
+              type: 'string',
+              enum: BREAKDOWN_KEYS,
+              'x-messages': { enum: 'Unknown breakdown key: GET /v1/exports/breakdowns lists them' },
+            }),
+            values: Type.Array(Identifier('A value of the key.'), { maxItems: 1000, description: 'Keep only rows with one of these values; empty keeps all.' }),
+          },
+          { additionalProperties: false },
+        ),
+        {
+          description: 'Labels that split the rows of ad objects; see GET /v1/exports/breakdowns.',
+          'x-unique-by': ['key'],
+          'x-messages': { 'x-unique-by': 'Each breakdown key may be given once' },
+        },
       ),
     ),
     options: Type.Optional(
