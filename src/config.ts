@@ -24,6 +24,8 @@ export interface Config {
   exportConcurrency: number;
   /** How long a download link works. */
   exportLinkTtlSeconds: number;
+  /** How long a claimed export stays its worker's without a renewal: how long a dead worker's export waits. */
+  exportLeaseSeconds: number;
 }
 
 export class ConfigError extends Error {}
@@ -52,6 +54,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     exportSigningSecret: secret(env, 'EXPORT_SIGNING_SECRET', 32),
     exportConcurrency,
     exportLinkTtlSeconds: integer(env, 'EXPORT_LINK_TTL_SECONDS', 7 * 24 * 3600, { min: 1 }),
+    exportLeaseSeconds: integer(env, 'EXPORT_LEASE_SECONDS', 60, { min: 1 }),
   };
 }
 

@@ -20,6 +20,7 @@ test('defaults: ports 8080 and 8081 on 127.0.0.1, embedded store in ./data, no a
     exportSigningSecret: undefined,
     exportConcurrency: 1,
     exportLinkTtlSeconds: 604800,
+    exportLeaseSeconds: 60,
   });
 });
 
@@ -39,6 +40,7 @@ test('every variable is read', () => {
     EXPORT_SIGNING_SECRET: 'a-signing-key-of-32-characters!!',
     EXPORT_CONCURRENCY: '3',
     EXPORT_LINK_TTL_SECONDS: '3600',
+    EXPORT_LEASE_SECONDS: '5',
   });
   assert.deepEqual(config, {
     host: '0.0.0.0',
@@ -55,6 +57,7 @@ test('every variable is read', () => {
     exportSigningSecret: 'a-signing-key-of-32-characters!!',
     exportConcurrency: 3,
     exportLinkTtlSeconds: 3600,
+    exportLeaseSeconds: 5,
   });
 });
 

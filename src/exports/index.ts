@@ -7,7 +7,6 @@ import { startExportWorker } from './worker.js';
 
 /** Rows after which an export continues in another file. */
 const ROWS_PER_FILE = 1_000_000;
-const LEASE_SECONDS = 60;
 const POLL_MS = 1_000;
 const MAX_ATTEMPTS = 3;
 
@@ -17,7 +16,7 @@ export function startExports(config: Config, db: Database, logger?: Logger) {
     jobs: createExportJobs(db),
     produce: createExportProducer({ db, exportsDir: config.exportsDir, rowsPerFile: ROWS_PER_FILE }),
     concurrency: config.exportConcurrency,
-    leaseSeconds: LEASE_SECONDS,
+    leaseSeconds: config.exportLeaseSeconds,
     pollMs: POLL_MS,
     maxAttempts: MAX_ATTEMPTS,
     logger: logger?.child({ component: 'exports' }),
