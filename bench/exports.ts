@@ -13,11 +13,10 @@
 import fs from 'node:fs';
 import { openDatabase } from '../src/db/index.js';
 import { generateOrders } from './generate.js';
-import { pgliteStore, postgresStore, startServer, type Store } from './server.js';
+import { benchEachStore, startServer, type Store } from './server.js';
 
 const HOURS = Number(process.env.BENCH_EXPORT_HOURS ?? 10_000);
 const ORDERS = Number(process.env.BENCH_EXPORT_ORDERS ?? 1_000_000);
-const POSTGRES_URL = process.env.DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/test';
 const TEMPLATES = 1000;
 const CUSTOMERS = 300_000;
 
@@ -113,12 +112,4 @@ async function benchStore(store: Store): Promise<string[][]> {
 }
 
 const header = ['store', 'export', 'to SUCCESS s', 'rows', 'MB', 'peak RSS MB'];
-const rows: string[][] = [];
-try {
-  rows.push(...(await benchStore(await postgresStore(POSTGRES_URL))));
-} catch (error) {
-  console.log(`PostgreSQL skipped: ${(error as Error).message}`);
-}
-rows.push(...(await benchStore(pgliteStore())));
-const widths = header.map((_, i) => Math.max(header[i]!.length, ...rows.map((r) => r[i]!.length)));
-for (const line of [header, ...rows]) console.log(line.map((cell, i) => cell.padStart(widths[i]!)).join('  '));
+await benchEachStore(header, benchStore);

@@ -6,13 +6,12 @@
  *   BENCH_SECONDS=30 BENCH_CONNECTIONS=8 npm run bench:orders
  */
 import { generateOrders } from './generate.js';
-import { pgliteStore, postgresStore, startServer, type RunningServer, type Store } from './server.js';
+import { benchEachStore, startServer, type RunningServer, type Store } from './server.js';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 15);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 4);
 const BATCH_SIZE = 1000;
 const TEMPLATES = 8;
-const POSTGRES_URL = process.env.DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/test';
 
 // Distinct batches whose order ids carry a placeholder, so that each batch sent can get new ids
 // by a string replacement instead of being generated and encoded during the measurement.
@@ -79,16 +78,8 @@ async function benchStore(store: Store): Promise<string[][]> {
 }
 
 const header = ['store', 'phase', 'batches', 'orders/s', 'MB/s', 'p50 ms', 'p99 ms', 'peak RSS MB'];
-const rows: string[][] = [];
 console.log(
   `order upsert over HTTP: ${BATCH_SIZE} orders a batch (${(Buffer.byteLength(templates[0]!) / BATCH_SIZE).toFixed(0)} bytes an order), ` +
     `${CONNECTIONS} connections, ${SECONDS} s a phase`,
 );
-rows.push(...(await benchStore(pgliteStore())));
-try {
-  rows.push(...(await benchStore(await postgresStore(POSTGRES_URL))));
-} catch (error) {
-  console.log(`PostgreSQL skipped: ${(error as Error).message}`);
-}
-const widths = header.map((_, i) => Math.max(header[i]!.length, ...rows.map((r) => r[i]!.length)));
-for (const line of [header, ...rows]) console.log(line.map((cell, i) => cell.padStart(widths[i]!)).join('  '));
+await benchEachStore(header, benchStore);

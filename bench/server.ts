@@ -17,7 +17,7 @@ export interface Store {
 }
 
 /** An empty embedded store in a temporary directory. */
-export function pgliteStore(): Store {
+function pgliteStore(): Store {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tributary-bench-'));
   return {
     name: 'pglite',
@@ -27,7 +27,7 @@ export function pgliteStore(): Store {
 }
 
 /** A new, empty database on the PostgreSQL server of `serverUrl`, dropped afterwards. */
-export async function postgresStore(serverUrl: string): Promise<Store> {
+async function postgresStore(serverUrl: string): Promise<Store> {
   const name = `tributary_bench_${randomBytes(4).toString('hex')}`;
   const admin = async (sql: string) => {
     const client = new pg.Client({ connectionString: serverUrl });
@@ -42,6 +42,25 @@ export async function postgresStore(serverUrl: string): Promise<Store> {
   const url = new URL(serverUrl);
   url.pathname = `/${name}`;
   return { name: 'postgres', env: { DATABASE_URL: url.toString() }, drop: () => admin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`) };
+}
+
+const POSTGRES_URL = process.env.DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/test';
+
+/**
+ * Runs a benchmark on a new database of the PostgreSQL server of DATABASE_URL (default: the
+ * local one; skipped, saying why, when it fails there) and on a new embedded store, then prints
+ * the rows it measured on both as one table under `header`.
+ */
+export async function benchEachStore(header: string[], bench: (store: Store) => Promise<string[][]>): Promise<void> {
+  const rows: string[][] = [];
+  try {
+    rows.push(...(await bench(await postgresStore(POSTGRES_URL))));
+  } catch (error) {
+    console.log(`PostgreSQL skipped: ${(error as Error).message}`);
+  }
+  rows.push(...(await bench(pgliteStore())));
+  const widths = header.map((_, i) => Math.max(header[i]!.length, ...rows.map((row) => row[i]!.length)));
+  for (const line of [header, ...rows]) console.log(line.map((cell, i) => cell.padStart(widths[i]!)).join('  '));
 }
 
 export function freePort(): Promise<number> {

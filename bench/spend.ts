@@ -7,12 +7,11 @@
  *   npm run bench:spend                      # both stores; PostgreSQL from DATABASE_URL
  */
 import pg from 'pg';
-import { pgliteStore, postgresStore, startServer, type RunningServer, type Store } from './server.js';
+import { benchEachStore, startServer, type RunningServer, type Store } from './server.js';
 
 const RECORDS = Number(process.env.BENCH_SPEND_RECORDS ?? 1_000_000);
 const CONNECTIONS = 4;
 const QUERIES = 200;
-const POSTGRES_URL = process.env.DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/test';
 
 const PLATFORMS = ['google', 'meta'];
 const CAMPAIGNS = 5;
@@ -119,13 +118,5 @@ async function benchStore(store: Store): Promise<string[][]> {
 }
 
 const header = ['store', 'day p50 ms', 'day p99 ms', 'deep page p50 ms', 'deep page p99 ms', 'peak RSS MB'];
-const rows: string[][] = [];
 console.log(`hourly spend list latency, ${RECORDS.toLocaleString('en-US')} records of one client, ${QUERIES} queries each`);
-try {
-  rows.push(...(await benchStore(await postgresStore(POSTGRES_URL))));
-} catch (error) {
-  console.log(`PostgreSQL skipped: ${(error as Error).message}`);
-}
-rows.push(...(await benchStore(pgliteStore())));
-const widths = header.map((_, i) => Math.max(header[i]!.length, ...rows.map((r) => r[i]!.length)));
-for (const line of [header, ...rows]) console.log(line.map((cell, i) => cell.padStart(widths[i]!)).join('  '));
+await benchEachStore(header, benchStore);

@@ -1,37 +1,21 @@
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
 import fs from 'node:fs';
 import path from 'node:path';
 import { after, test } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { createClientRepository } from '../src/clients/repository.js';
 import { createExportJobs, type ExportJob } from '../src/exports/jobs.js';
-import { createChildStore } from './helpers.js';
+import { createChildStore, startCli } from './helpers.js';
 
-const ROOT = fileURLToPath(new URL('..', import.meta.url));
 // Worker processes share a store only on PostgreSQL: the embedded one belongs to one process.
 const postgres = Boolean(process.env.DATABASE_URL);
 const store = await createChildStore();
 after(() => store.cleanup());
 
-/** A `tributary worker` process over the test store, once it is ready. */
-async function startWorker(): Promise<ChildProcess> {
-  const worker = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'worker'], {
-    cwd: ROOT,
-    env: { ...store.env, EXPORT_LEASE_SECONDS: '2', LOG_LEVEL: 'info' },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  let output = '';
-  worker.stdout!.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
-  while (!output.includes('export worker is ready')) {
-    if (worker.exitCode !== null) throw new Error(`the worker exited: ${output}`);
-    await once(worker.stdout!, 'data');
-  }
-  return worker;
-}
+/** A `tributary worker` process over the test store, with a lease of 2 s. */
+const startWorker = () => startCli('worker', { ...store.env, EXPORT_LEASE_SECONDS: '2', LOG_LEVEL: 'info' }, 'export worker is ready');
 
 async function until(what: string, check: () => Promise<ExportJob | undefined>): Promise<ExportJob> {
   const deadline = Date.now() + 30_000;

@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { once } from 'node:events';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -71,6 +73,22 @@ export const tempDir = () => fs.mkdtempSync(path.join(os.tmpdir(), 'tributary-te
 export function pgliteEnv(dataDir: string): NodeJS.ProcessEnv {
   const { DATABASE_URL: _ignored, ...env } = process.env;
   return { ...env, DATA_DIR: dataDir, LOG_LEVEL: 'silent' };
+}
+
+/** `tributary <command>` run from the sources in a child process, once it has logged `ready`. */
+export async function startCli(command: 'serve' | 'worker', env: NodeJS.ProcessEnv, ready: string): Promise<ChildProcess> {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', command], {
+    cwd: new URL('..', import.meta.url),
+    env,
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  let output = '';
+  child.stdout!.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
+  while (!output.includes(ready)) {
+    await Promise.race([once(child.stdout!, 'data'), once(child, 'exit')]);
+    if (child.exitCode !== null) throw new Error(`tributary ${command} exited with ${child.exitCode}: ${output}`);
+  }
+  return child;
 }
 
 /** An empty, unmigrated store of the kind the suite runs on, for a child process. */

@@ -5,7 +5,7 @@ import http from 'node:http';
 import { after, before, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { freePort } from '../bench/server.js';
-import { ADMIN_TOKEN, createChildStore, minimalOrder, type ChildStore } from './helpers.js';
+import { ADMIN_TOKEN, createChildStore, minimalOrder, startCli, type ChildStore } from './helpers.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 
@@ -85,20 +85,10 @@ test('SIGTERM stops accepting, finishes the request in flight, then closes the s
 test('tributary worker runs export jobs alone and stops cleanly on SIGTERM', async () => {
   const workerStore = await createChildStore();
   try {
-    const worker = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'worker'], {
-      cwd: ROOT,
-      env: { ...workerStore.env, LOG_LEVEL: 'info' },
-      stdio: ['ignore', 'pipe', 'inherit'],
-    });
-    let output = '';
-    worker.stdout!.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
-    while (!output.includes('export worker is ready')) {
-      if (worker.exitCode !== null) throw new Error(`the worker exited: ${output}`);
-      await once(worker.stdout!, 'data');
-    }
+    const worker = await startCli('worker', { ...workerStore.env, LOG_LEVEL: 'info' }, 'export worker is ready');
     worker.kill('SIGTERM');
     const [code] = (await once(worker, 'exit')) as [number];
-    assert.equal(code, 0, output);
+    assert.equal(code, 0);
   } finally {
     await workerStore.cleanup();
   }
