@@ -20,6 +20,7 @@ import { registerJsonBody, registerQueryCheck } from './http/json-body.js';
 import { createValidatorCompiler } from './http/validation.js';
 import { createOrderRepository } from './orders/repository.js';
 import { orderRoutes } from './orders/routes.js';
+import { createRateLimits, registerRateLimits, type RateLimits } from './rate-limit/limits.js';
 import { daily, hourly } from './spend/collection.js';
 import { createSpendRepository } from './spend/repository.js';
 import { spendRoutes } from './spend/routes.js';
@@ -33,6 +34,8 @@ export interface AppOptions {
   logger?: Logger;
   /** Told when an export is created, so that a worker can start on it at once. */
   onExportCreated?: () => void;
+  /** Shared by the apps of a process; omitted, the app makes its own and closes it with itself. */
+  rateLimits?: RateLimits;
 }
 
 /** A caller's own X-Request-Id is kept when it is a UUID, so its logs and ours line up. */
@@ -42,11 +45,12 @@ function requestId(request: { headers: Record<string, string | string[] | undefi
 }
 
 /** Builds the API of one environment (production or UAT) on a shared database. */
-export async function buildApp({ config, db, environment, logger, onExportCreated = () => {} }: AppOptions) {
+export async function buildApp({ config, db, environment, logger, onExportCreated = () => {}, rateLimits }: AppOptions) {
   const app = Fastify<RawServerDefault>({
     loggerInstance: logger?.child({ environment }),
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: config.bodyLimitBytes,
+    trustProxy: config.trustProxy,
     genReqId: requestId,
     routerOptions: { ignoreTrailingSlash: true },
     return503OnClosing: false,
@@ -107,8 +111,14 @@ export async function buildApp({ config, db, environment, logger, onExportCreate
     await app.register(adminRoutes, { prefix: '/admin/v1', clients, adminToken: config.adminToken });
   }
 
+  const limits = rateLimits ?? createRateLimits(config, logger);
+  if (!rateLimits) {
+    app.addHook('onClose', () => limits.close());
+    await limits.ready();
+  }
   await app.register(async (api) => {
-    api.addHook('onRequest', authenticate(clients, environment));
+    api.addHook('onRequest', limits.guardAuthentication(authenticate(clients, environment)));
+    registerRateLimits(api, limits);
     api.addHook('onRoute', (route) => {
       route.schema = { security: [{ api_key: [], client_id: [] }], ...route.schema };
     });

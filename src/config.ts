@@ -26,6 +26,15 @@ export interface Config {
   exportLinkTtlSeconds: number;
   /** How long a claimed export stays its worker's without a renewal: how long a dead worker's export waits. */
   exportLeaseSeconds: number;
+  /** Where rate-limit counters are shared by several processes; unset, each process counts alone. */
+  redisUrl: string | undefined;
+  /** Rate limits; 0 turns one off. */
+  orderWriteBytesPerMinute: number;
+  exportCreatesPerMinute: number;
+  exportReadsPerSecond: number;
+  authFailuresPerMinute: number;
+  /** Whether X-Forwarded-For names the client (behind a proxy): the source address of per-address limits. */
+  trustProxy: boolean;
 }
 
 export class ConfigError extends Error {}
@@ -55,6 +64,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     exportConcurrency,
     exportLinkTtlSeconds: integer(env, 'EXPORT_LINK_TTL_SECONDS', 7 * 24 * 3600, { min: 1 }),
     exportLeaseSeconds: integer(env, 'EXPORT_LEASE_SECONDS', 60, { min: 1 }),
+    redisUrl: env.REDIS_URL || undefined,
+    orderWriteBytesPerMinute: integer(env, 'ORDER_WRITE_BYTES_PER_MINUTE', 30 * MIB),
+    exportCreatesPerMinute: integer(env, 'EXPORT_CREATES_PER_MINUTE', 60),
+    exportReadsPerSecond: integer(env, 'EXPORT_READS_PER_SECOND', 100),
+    authFailuresPerMinute: integer(env, 'AUTH_FAILURES_PER_MINUTE', 30),
+    trustProxy: flag(env, 'TRUST_PROXY'),
   };
 }
 
@@ -64,6 +79,13 @@ function secret(env: NodeJS.ProcessEnv, name: string, minLength: number): string
   if (!value) return undefined;
   if (value.length < minLength) throw new ConfigError(`${name} must be at least ${minLength} characters long`);
   return value;
+}
+
+function flag(env: NodeJS.ProcessEnv, name: string): boolean {
+  const raw = env[name];
+  if (raw === undefined || raw === '' || raw === 'false') return false;
+  if (raw === 'true') return true;
+  throw new ConfigError(`${name} must be true or false, got "${raw}"`);
 }
 
 function integer(

@@ -5,6 +5,7 @@ import { openDatabase } from './db/index.js';
 import { startExports } from './exports/index.js';
 import { migrate } from './db/migrate.js';
 import { createLogger } from './logger.js';
+import { createRateLimits } from './rate-limit/limits.js';
 
 const SHUTDOWN_GRACE_MS = 10_000;
 
@@ -34,14 +35,16 @@ export async function startServer(config: Config = loadConfig()) {
   if (applied.length > 0) logger.info({ applied }, 'migrations applied');
 
   const exports = startExports(config, db, logger);
-  const production = await buildApp({ config, db, environment: 'production', logger, onExportCreated: exports.wake });
-  const uat = await buildApp({ config, db, environment: 'uat', logger, onExportCreated: exports.wake });
+  const rateLimits = createRateLimits(config, logger);
+  await rateLimits.ready();
+  const production = await buildApp({ config, db, environment: 'production', logger, onExportCreated: exports.wake, rateLimits });
+  const uat = await buildApp({ config, db, environment: 'uat', logger, onExportCreated: exports.wake, rateLimits });
 
   closeWithGrace({ delay: SHUTDOWN_GRACE_MS }, async ({ signal, err }) => {
     if (err) logger.error({ err }, 'shutting down after an error');
     else logger.info({ signal }, 'shutting down');
     await Promise.all([production.close(), uat.close(), exports.stop()]);
-    await db.close();
+    await Promise.all([rateLimits.close(), db.close()]);
   });
 
   if (['0.0.0.0', '[::]'].includes(new URL(config.publicUrl).hostname)) {

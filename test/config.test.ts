@@ -21,6 +21,12 @@ test('defaults: ports 8080 and 8081 on 127.0.0.1, embedded store in ./data, no a
     exportConcurrency: 1,
     exportLinkTtlSeconds: 604800,
     exportLeaseSeconds: 60,
+    redisUrl: undefined,
+    orderWriteBytesPerMinute: 30 * 1024 * 1024,
+    exportCreatesPerMinute: 60,
+    exportReadsPerSecond: 100,
+    authFailuresPerMinute: 30,
+    trustProxy: false,
   });
 });
 
@@ -41,6 +47,12 @@ test('every variable is read', () => {
     EXPORT_CONCURRENCY: '3',
     EXPORT_LINK_TTL_SECONDS: '3600',
     EXPORT_LEASE_SECONDS: '5',
+    REDIS_URL: 'redis://cache:6379',
+    ORDER_WRITE_BYTES_PER_MINUTE: '1000000',
+    EXPORT_CREATES_PER_MINUTE: '0',
+    EXPORT_READS_PER_SECOND: '7',
+    AUTH_FAILURES_PER_MINUTE: '9',
+    TRUST_PROXY: 'true',
   });
   assert.deepEqual(config, {
     host: '0.0.0.0',
@@ -58,6 +70,12 @@ test('every variable is read', () => {
     exportConcurrency: 3,
     exportLinkTtlSeconds: 3600,
     exportLeaseSeconds: 5,
+    redisUrl: 'redis://cache:6379',
+    orderWriteBytesPerMinute: 1000000,
+    exportCreatesPerMinute: 0,
+    exportReadsPerSecond: 7,
+    authFailuresPerMinute: 9,
+    trustProxy: true,
   });
 });
 
@@ -70,6 +88,7 @@ for (const [name, value] of <[string, string][]>[
   ['BODY_LIMIT_BYTES', '1.5'],
   ['ADMIN_TOKEN', 'short-secret'],
   ['EXPORT_SIGNING_SECRET', 'a-key-of-31-characters-is-short'],
+  ['TRUST_PROXY', 'yes'],
   ['EXPORT_CONCURRENCY', '10'], // not below the default pool of 10 connections
 ]) {
   test(`${name}=${value} is refused with a message naming it`, () => {

@@ -143,7 +143,8 @@ export interface TestService {
 /** The production and UAT apps over one fresh store, spoken to with `app.inject`. */
 export async function startService(env: NodeJS.ProcessEnv = {}): Promise<TestService> {
   const store = await createTestDatabase();
-  const config = loadConfig({ ADMIN_TOKEN, ...env });
+  // Tests send many wrong credentials on purpose; test/rate-limits.test.ts tests this limit.
+  const config = loadConfig({ ADMIN_TOKEN, AUTH_FAILURES_PER_MINUTE: '0', ...env });
   const production = await buildApp({ config, db: store.db, environment: 'production' });
   const uat = await buildApp({ config, db: store.db, environment: 'uat' });
   let clients = 0;
@@ -248,11 +249,11 @@ export const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{1
  * Asserts that `response` has `status` and the API's error envelope, nothing else in it (no
  * stack, no SQL), with the request id of its X-Request-Id header. Returns the envelope.
  */
-export function assertErrorEnvelope(response: LightMyRequestResponse, status: number): ErrorEnvelope {
+export function assertErrorEnvelope(response: LightMyRequestResponse, status: number, extraFields: string[] = []): ErrorEnvelope {
   assert.equal(response.statusCode, status, response.body);
   assert.match(String(response.headers['content-type']), /^application\/json/);
   const body = response.json() as ErrorEnvelope;
-  assert.deepEqual(Object.keys(body).sort(), ['errors', 'message', 'request_id'], response.body);
+  assert.deepEqual(Object.keys(body).sort(), ['errors', 'message', 'request_id', ...extraFields].sort(), response.body);
   assert.equal(typeof body.message, 'string');
   assert.ok(body.message.length > 0, 'message is empty');
   assert.match(body.request_id, UUID);

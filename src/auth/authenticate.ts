@@ -1,5 +1,5 @@
-import type { FastifyRequest, onRequestAsyncHookHandler } from 'fastify';
-import { matchesAny } from '../clients/api-keys.js';
+import type { FastifyRequest } from 'fastify';
+import { hashSecret, matchesAny } from '../clients/api-keys.js';
 import type { ClientRepository } from '../clients/repository.js';
 import { ApiError } from '../http/errors.js';
 import { isUuid } from '../uuid.js';
@@ -40,8 +40,8 @@ function credentials(request: FastifyRequest): { apiKey: string; clientId: strin
  * an unknown client id and a revoked key all get the same answer, so that a caller learns
  * nothing about which client ids exist.
  */
-export function authenticate(clients: ClientRepository, environment: Environment): onRequestAsyncHookHandler {
-  return async (request) => {
+export function authenticate(clients: ClientRepository, environment: Environment) {
+  return async (request: FastifyRequest): Promise<void> => {
     const { apiKey, clientId } = credentials(request);
 
     if (environment === 'uat' && clientId === TEST_CLIENT_ID && apiKey === TEST_API_KEY) {
@@ -54,6 +54,6 @@ export function authenticate(clients: ClientRepository, environment: Environment
         { loc: 'header/authorization', msg: 'Invalid API key for this client', type: 'invalid_credentials' },
       ]);
     }
-    request.tenant = { clientId: clientId.toLowerCase(), environment, dryRun: false };
+    request.tenant = { clientId: clientId.toLowerCase(), environment, dryRun: false, apiKeyHash: hashSecret(apiKey).toString('base64url') };
   };
 }

@@ -13,7 +13,8 @@ import { PeriodError, resolvePeriod } from './period.js';
 import { BUCKET_FIELDS, ExportRequest } from './schema.js';
 import { DIMENSION_COLUMNS } from './rows.js';
 
-const config = { validationStatus: 422 as const };
+const creates = { validationStatus: 422 as const, rateLimit: 'exportCreates' as const };
+const reads = { validationStatus: 422 as const, rateLimit: 'exportReads' as const };
 const errors = { 401: ErrorEnvelope, 422: ErrorEnvelope };
 const ExportId = Type.String({ format: 'uuid' });
 
@@ -98,7 +99,7 @@ export const exportRoutes: FastifyPluginAsyncTypebox<ExportRouteOptions> = async
   app.post(
     '/data-export',
     {
-      config,
+      config: creates,
       schema: {
         summary: 'Create a data export',
         description: 'Starts an export; poll GET /v1/exports/data-export/result/{id} until it is SUCCESS or ERROR.',
@@ -136,7 +137,7 @@ export const exportRoutes: FastifyPluginAsyncTypebox<ExportRouteOptions> = async
   app.get(
     '/data-export/result/:export_id',
     {
-      config,
+      config: reads,
       schema: {
         summary: 'Fetch a data export result',
         params: Type.Object({ export_id: ExportId }),
@@ -160,17 +161,17 @@ export const exportRoutes: FastifyPluginAsyncTypebox<ExportRouteOptions> = async
 
   app.get(
     '/metrics',
-    { schema: { summary: 'Metrics an export can hold', response: { 200: MetricList, 401: ErrorEnvelope } } },
+    { config: reads, schema: { summary: 'Metrics an export can hold', response: { 200: MetricList, 401: ErrorEnvelope } } },
     async () => ({ metrics: METRICS.map(({ id, label }) => ({ id, label })) }),
   );
   app.get(
     '/breakdowns',
-    { schema: { summary: 'Breakdown keys, with the values found in this client\'s spend', response: { 200: BreakdownList, 401: ErrorEnvelope } } },
+    { config: reads, schema: { summary: 'Breakdown keys, with the values found in this client\'s spend', response: { 200: BreakdownList, 401: ErrorEnvelope } } },
     async (request) => ({ breakdowns: await breakdowns.list(request.tenant) }),
   );
   app.get(
     '/attribution-models',
-    { schema: { summary: 'Attribution models (none yet)', response: { 200: AttributionModelList, 401: ErrorEnvelope } } },
+    { config: reads, schema: { summary: 'Attribution models (none yet)', response: { 200: AttributionModelList, 401: ErrorEnvelope } } },
     async () => ({ attribution_models: [] }),
   );
 };
@@ -180,7 +181,7 @@ export const exportFileRoutes: FastifyPluginAsyncTypebox<{ signer: LinkSigner; e
   app.get(
     '/v1/exports/files/:export_id/:file',
     {
-      config,
+      config: { validationStatus: 422 },
       schema: {
         hide: true,
         params: Type.Object({ export_id: ExportId, file: Type.String({ pattern: '^[A-Za-z0-9_-]+\\.csv$' }) }),

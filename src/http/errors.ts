@@ -23,6 +23,8 @@ export class ApiError extends Error {
     message: string,
     readonly errors: ErrorItem[] | null = null,
     readonly headers: Record<string, string> = {},
+    /** Fields beside the envelope's, for compatibility (the hosted API's `retry_after_seconds`). */
+    readonly extra: Record<string, unknown> = {},
   ) {
     super(message);
   }
@@ -81,13 +83,13 @@ function orderIdAt(body: unknown, pointer: string): string | undefined {
   return orderId;
 }
 
-export function sendError(reply: FastifyReply, status: number, message: string, errors: ErrorItem[] | null = null) {
+export function sendError(reply: FastifyReply, status: number, message: string, errors: ErrorItem[] | null = null, extra = {}) {
   for (const item of errors ?? []) {
     if (item.order_id !== undefined || !item.loc.startsWith('body')) continue;
     const orderId = orderIdAt(reply.request.body, item.loc.slice('body'.length));
     if (orderId !== undefined) item.order_id = orderId;
   }
-  const body: ErrorEnvelope = { message, errors, request_id: reply.request.id };
+  const body: ErrorEnvelope = { message, errors, request_id: reply.request.id, ...extra };
   return reply.code(status).type('application/json').send(body);
 }
 
@@ -96,7 +98,7 @@ export function registerErrorHandling(app: FastifyInstance) {
   app.setErrorHandler((error: FastifyError, request, reply) => {
     if (error instanceof ApiError) {
       reply.headers(error.headers);
-      return sendError(reply, error.statusCode, error.message, error.errors);
+      return sendError(reply, error.statusCode, error.message, error.errors, error.extra);
     }
     if (error.validation) {
       const errors = toErrorItems(error.validation as never, partOf(error.validationContext));

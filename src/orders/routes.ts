@@ -97,6 +97,7 @@ export const orderRoutes: FastifyPluginAsyncTypebox<{ orders: OrderRepository }>
   app.post(
     '',
     {
+      config: { rateLimit: 'orderWrites' },
       schema: {
         summary: 'Upsert orders',
         description: 'Inserts each order, or replaces it wholesale when its order_id exists. All or nothing.',
@@ -128,6 +129,7 @@ export const orderRoutes: FastifyPluginAsyncTypebox<{ orders: OrderRepository }>
   app.post(
     '/aliases',
     {
+      config: { rateLimit: 'orderWrites' },
       schema: {
         summary: 'Add aliases to existing orders',
         description: 'Attaches alternate order ids. Aliases already attached to the same order are ignored.',

@@ -1,0 +1,118 @@
+import { createHash } from 'node:crypto';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { Logger } from 'pino';
+import { ApiError } from '../http/errors.js';
+import { redisStore } from './redis.js';
+import { decide, memoryStore, type CounterStore, type Decision, type Policy } from './window.js';
+
+/** The limited groups of routes; a route names its group in `config.rateLimit`. */
+export type LimitName = 'orderWrites' | 'exportCreates' | 'exportReads';
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    rateLimit?: LimitName;
+  }
+}
+
+export interface RateLimitConfig {
+  redisUrl: string | undefined;
+  orderWriteBytesPerMinute: number;
+  exportCreatesPerMinute: number;
+  exportReadsPerSecond: number;
+  authFailuresPerMinute: number;
+}
+
+/** A limit of 0 is no limit. */
+function policies(config: RateLimitConfig) {
+  const policy = (name: string, limit: number, windowSeconds: number, unit: Policy['unit'] = 'requests'): Policy | undefined =>
+    limit > 0 ? { name, limit, windowSeconds, unit } : undefined;
+  return {
+    orderWrites: policy('order-writes', config.orderWriteBytesPerMinute, 60, 'content-bytes'),
+    exportCreates: policy('export-creates', config.exportCreatesPerMinute, 60),
+    exportReads: policy('export-reads', config.exportReadsPerSecond, 1),
+    authFailures: policy('auth-failures', config.authFailuresPerMinute, 60),
+  };
+}
+
+/** A source address, as a counter key: hashed, so that no address is kept anywhere. */
+const addressKey = (request: FastifyRequest) => `ip:${createHash('sha256').update(request.ip).digest('base64url').slice(0, 22)}`;
+
+export type RateLimits = ReturnType<typeof createRateLimits>;
+
+/**
+ * The service's rate limits: order-write body bytes per API key, export creations and reads per
+ * client, failed authentications per source address. Counters are in memory, or in Redis when
+ * `redisUrl` is set; when Redis cannot be reached requests are served unlimited (fail open) and
+ * the log says so.
+ */
+export function createRateLimits(config: RateLimitConfig, logger?: Logger) {
+  const store: CounterStore = config.redisUrl ? redisStore(config.redisUrl, logger) : memoryStore();
+  const limits = policies(config);
+
+  async function consume(policy: Policy, subject: string, cost: number, peek = false): Promise<Decision | undefined> {
+    const now = Date.now();
+    try {
+      const consumed = await store.consume(`${policy.name}:${subject}`, cost, policy.limit, policy.windowSeconds * 1000, now, peek);
+      return decide(policy, consumed, cost, now);
+    } catch {
+      return undefined; // the store is unreachable: served unlimited (redis.ts logs it)
+    }
+  }
+
+  const tooMany = (decision: Decision, message: string) =>
+    new ApiError(429, message, null, { 'retry-after': String(decision.retryAfterSeconds) }, { retry_after_seconds: decision.retryAfterSeconds });
+
+  return {
+    /** A route group's limit, as a preValidation hook: counted before validation, as invalid requests cost too. */
+    async limitRoute(request: FastifyRequest, reply: { header(name: string, value: string): unknown }) {
+      const name = request.routeOptions.config.rateLimit;
+      const policy = name && limits[name];
+      if (!policy) return;
+      const { tenant } = request;
+      // The public UAT test credentials are shared by everyone: their budget is per address.
+      const subject = tenant.dryRun
+        ? addressKey(request)
+        : name === 'orderWrites'
+          ? `${tenant.environment}:key:${tenant.apiKeyHash}`
+          : `${tenant.environment}:client:${tenant.clientId}`;
+      const cost = policy.unit === 'content-bytes' ? Buffer.byteLength(request.rawBody ?? '') : 1;
+      if (cost > policy.limit) {
+        throw new ApiError(413, `The request body is larger than the whole order-write budget of ${policy.limit} bytes a minute`);
+      }
+      const decision = await consume(policy, subject, cost);
+      if (!decision) return;
+      reply.header('ratelimit-policy', `"${policy.name}";q=${policy.limit};w=${policy.windowSeconds}${policy.unit === 'content-bytes' ? ';qu="content-bytes"' : ''}`);
+      reply.header('ratelimit', `"${policy.name}";r=${decision.remaining};t=${decision.resetSeconds}`);
+      if (!decision.allowed) {
+        throw tooMany(decision, `Rate limit exceeded (${policy.name}): retry after ${decision.retryAfterSeconds} s`);
+      }
+    },
+
+    /**
+     * Wraps authentication: an address with too many recent failures gets a 429 before its
+     * credentials are even looked at, so that guessing keys is slow.
+     */
+    guardAuthentication(authenticate: (request: FastifyRequest) => Promise<void>) {
+      const policy = limits.authFailures;
+      return async (request: FastifyRequest) => {
+        if (!policy) return authenticate(request);
+        const blocked = await consume(policy, addressKey(request), 1, true);
+        if (blocked && !blocked.allowed) throw tooMany(blocked, 'Too many failed authentications from this address: retry later');
+        try {
+          await authenticate(request);
+        } catch (error) {
+          if (error instanceof ApiError && error.statusCode === 401) await consume(policy, addressKey(request), 1);
+          throw error;
+        }
+      };
+    },
+
+    ready: () => store.ready(),
+    close: () => store.close(),
+  };
+}
+
+/** Applies the route groups' limits to the routes registered in `api`. */
+export function registerRateLimits(api: FastifyInstance, rateLimits: RateLimits) {
+  api.addHook('preValidation', rateLimits.limitRoute);
+}

@@ -1,0 +1,183 @@
+import assert from 'node:assert/strict';
+import net from 'node:net';
+import { Writable } from 'node:stream';
+import { after, test } from 'node:test';
+import type { LightMyRequestResponse } from 'fastify';
+import { buildApp } from '../src/app.js';
+import { loadConfig } from '../src/config.js';
+import { createLogger } from '../src/logger.js';
+import { ADMIN_TOKEN, assertErrorEnvelope, minimalOrder, postOrders, startService, type TestApp, type TestClient } from './helpers.js';
+
+const BUDGET = 6000;
+const service = await startService({
+  ORDER_WRITE_BYTES_PER_MINUTE: String(BUDGET),
+  EXPORT_CREATES_PER_MINUTE: '3',
+  EXPORT_READS_PER_SECOND: '5',
+  AUTH_FAILURES_PER_MINUTE: '4',
+});
+after(() => service.close());
+
+const EXPORT = { metrics: [{ id: 'spend' }] };
+const createExport = (client: Pick<TestClient, 'headers'>, app: TestApp = service.production) =>
+  app.inject({ method: 'POST', url: '/v1/exports/data-export', headers: client.headers, payload: EXPORT });
+const readMetrics = (client: Pick<TestClient, 'headers'>) =>
+  service.production.inject({ method: 'GET', url: '/v1/exports/metrics', headers: client.headers });
+
+/** The RateLimit header's remaining units. */
+const remaining = (response: LightMyRequestResponse) => Number(/;r=(\d+);/.exec(String(response.headers.ratelimit))?.[1]);
+
+function assertTooMany(response: LightMyRequestResponse) {
+  const body = assertErrorEnvelope(response, 429, ['retry_after_seconds']) as { retry_after_seconds?: number };
+  const retryAfter = Number(response.headers['retry-after']);
+  assert.ok(retryAfter >= 1 && retryAfter <= 60, `Retry-After ${retryAfter}`);
+  assert.equal(body.retry_after_seconds, retryAfter, 'the hosted API\'s field, equal to Retry-After');
+}
+
+test('order writes spend a budget of body bytes per API key; over it, a 429 that stores nothing', async () => {
+  const client = await service.createClient();
+  const batch = (n: number) => [minimalOrder(`budget-${n}`)];
+  const first = await postOrders(service.production, client, batch(0));
+  assert.equal(first.statusCode, 200, first.body);
+  assert.equal(first.headers['ratelimit-policy'], `"order-writes";q=${BUDGET};w=60;qu="content-bytes"`);
+  const size = Buffer.byteLength(JSON.stringify(batch(0)));
+  assert.equal(remaining(first), BUDGET - size, 'the body\'s bytes are counted');
+
+  let sent = 1;
+  let response = first;
+  while (response.statusCode === 200) response = await postOrders(service.production, client, batch(sent++));
+  assertTooMany(response);
+  const accepted = sent - 1;
+  assert.equal(accepted, Math.floor(BUDGET / size), 'as many batches as the budget holds');
+  const stored = await service.db.query<{ n: number }>('SELECT count(*)::int AS n FROM orders WHERE client_id = $1', [client.client_id]);
+  assert.equal(stored[0]!.n, accepted, 'the refused batch was not stored');
+
+  // Aliases are order writes too; another key of the same client has a budget of its own.
+  // (Counted before validation: invalid requests cost their bytes too.)
+  const aliases = await service.production.inject({ method: 'POST', url: '/v2/orders/aliases', headers: client.headers, payload: { padding: 'x'.repeat(size) } });
+  assertTooMany(aliases);
+  const key = await service.production.inject({
+    method: 'POST',
+    url: `/admin/v1/clients/${client.client_id}/api-keys`,
+    headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+  });
+  const otherKey = { headers: { ...client.headers, authorization: key.json().api_key } };
+  assert.equal((await postOrders(service.production, otherKey, batch(sent))).statusCode, 200);
+});
+
+test('a body larger than the whole order-write budget is a 413, not a 429 it could never get past', async () => {
+  const client = await service.createClient();
+  const huge = Array.from({ length: 40 }, (_, i) => minimalOrder(`huge-${i}`));
+  assertErrorEnvelope(await postOrders(service.production, client, huge), 413);
+});
+
+test('export creations are limited per client and minute', async () => {
+  const [client, other] = [await service.createClient(), await service.createClient()];
+  for (let i = 0; i < 3; i++) {
+    const created = await createExport(client);
+    assert.equal(created.statusCode, 201, created.body);
+    assert.equal(created.headers['ratelimit-policy'], '"export-creates";q=3;w=60');
+    assert.equal(remaining(created), 2 - i);
+  }
+  assertTooMany(await createExport(client));
+  assert.equal((await createExport(other)).statusCode, 201, 'another client has its own budget');
+});
+
+test('export results and catalogs are limited per client and second', async () => {
+  const client = await service.createClient();
+  const answers = [];
+  for (let i = 0; i < 6; i++) answers.push(await readMetrics(client));
+  assert.deepEqual(answers.slice(0, 5).map((response) => response.statusCode), [200, 200, 200, 200, 200]);
+  assert.equal(answers[0]!.headers['ratelimit-policy'], '"export-reads";q=5;w=1');
+  assertTooMany(answers[5]!);
+});
+
+test('the UAT test credentials are limited per source address, as everyone shares them', async () => {
+  const testCredentials = { headers: { authorization: 'None', 'data-client-id': 'test' } };
+  for (let i = 0; i < 3; i++) assert.equal((await createExport(testCredentials, service.uat)).statusCode, 201);
+  const refused = await createExport(testCredentials, service.uat);
+  assertTooMany(refused);
+  const elsewhere = await service.uat.inject({
+    method: 'POST',
+    url: '/v1/exports/data-export',
+    headers: testCredentials.headers,
+    payload: EXPORT,
+    remoteAddress: '198.51.100.7',
+  });
+  assert.equal(elsewhere.statusCode, 201, 'another address has its own budget');
+});
+
+test('an address that keeps failing to authenticate gets 429s, even with a valid key then', async () => {
+  const client = await service.createClient();
+  const from = (headers: Record<string, string>) =>
+    service.production.inject({ method: 'GET', url: '/v1/exports/attribution-models', headers, remoteAddress: '203.0.113.9' });
+  const wrong = { ...client.headers, authorization: 'trb_wrong' };
+  for (let i = 0; i < 4; i++) assertErrorEnvelope(await from(wrong), 401);
+  assertTooMany(await from(wrong));
+  assertTooMany(await from(client.headers));
+  const elsewhere = await service.production.inject({ method: 'GET', url: '/v1/exports/attribution-models', headers: client.headers });
+  assert.equal(elsewhere.statusCode, 200, 'other addresses are not blocked');
+});
+
+test('limits can be turned off one by one', async () => {
+  const open = await startService({ EXPORT_CREATES_PER_MINUTE: '0' });
+  try {
+    const client = await open.createClient();
+    for (let i = 0; i < 70; i++) {
+      const created = await createExport(client, open.production);
+      assert.equal(created.statusCode, 201);
+      assert.equal(created.headers['ratelimit-policy'], undefined);
+    }
+  } finally {
+    await open.close();
+  }
+});
+
+/** An app of its own (another process, as far as counters go) over the service's store. */
+async function processApp(env: NodeJS.ProcessEnv, logLines?: string[]) {
+  const sink = new Writable({
+    write(chunk, _encoding, done) {
+      logLines?.push(...String(chunk).split('\n').filter(Boolean));
+      done();
+    },
+  });
+  const config = loadConfig({ ADMIN_TOKEN, EXPORT_CREATES_PER_MINUTE: '3', ...env });
+  return buildApp({ config, db: service.db, environment: 'production', logger: createLogger('info', sink) });
+}
+
+// CI runs Redis here; a machine without it skips the test that needs it.
+const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
+const redisReachable = await new Promise<boolean>((resolve) => {
+  const { hostname, port } = new URL(REDIS_URL);
+  const socket = net.connect(Number(port || 6379), hostname, () => {
+    resolve(true);
+    socket.end();
+  });
+  socket.once('error', () => resolve(false));
+});
+
+test('with REDIS_URL, processes share one budget', { skip: !redisReachable && `no Redis at ${REDIS_URL}` }, async () => {
+  const apps = [await processApp({ REDIS_URL }), await processApp({ REDIS_URL })];
+  try {
+    const client = await service.createClient();
+    const statuses = [];
+    for (let i = 0; i < 4; i++) statuses.push((await createExport(client, apps[i % 2])).statusCode);
+    assert.deepEqual(statuses, [201, 201, 201, 429]);
+  } finally {
+    await Promise.all(apps.map((app) => app.close()));
+  }
+});
+
+test('when Redis cannot be reached, requests are served without limits, and the log says so', async () => {
+  const lines: string[] = [];
+  const app = await processApp({ REDIS_URL: 'redis://127.0.0.1:9' }, lines);
+  try {
+    const client = await service.createClient();
+    for (let i = 0; i < 5; i++) assert.equal((await createExport(client, app)).statusCode, 201);
+    assert.ok(
+      lines.some((line) => line.includes('rate limits are not applied')),
+      lines.join('\n'),
+    );
+  } finally {
+    await app.close();
+  }
+});
