@@ -1,0 +1,494 @@
+import assert from 'node:assert/strict';
+import { randomBytes, randomUUID } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { after, describe, test } from 'node:test';
+import type { InjectOptions, LightMyRequestResponse } from 'fastify';
+import { createExportJobs } from '../src/exports/jobs.js';
+import { createExportProducer } from '../src/exports/produce.js';
+import { startExportWorker } from '../src/exports/worker.js';
+import { assertErrorEnvelope, makeOrder, minimalOrder, postAliases, postOrders, startService, tempDir, UUID, type TestApp, type TestClient } from './helpers.js';
+
+// Client A stores orders, aliases, hourly and daily spend and an export on both ports. Client B,
+// with its own valid key, then tries every route of the client API on A's ids. Its answers must be
+// those it gets on look-alike ids nobody ever used (while B has written nothing), and those a
+// control client, as new as B and doing all B does, gets on those ids: apart from request ids,
+// timestamps and the ids themselves, they are the same, so B learns nothing of A's data. A's data
+// must read back as it was, and a client-API route without a probe fails the last test.
+
+const exportsDir = tempDir();
+const service = await startService({ EXPORTS_DIR: exportsDir });
+const worker = startExportWorker({
+  jobs: createExportJobs(service.db),
+  produce: createExportProducer({ db: service.db, exportsDir, rowsPerFile: 1000 }),
+  concurrency: 1,
+  leaseSeconds: 30,
+  pollMs: 10,
+  maxAttempts: 3,
+});
+after(async () => {
+  await worker.stop();
+  await service.close();
+  fs.rmSync(exportsDir, { recursive: true, force: true });
+});
+
+const ENVIRONMENTS = ['production', 'uat'] as const;
+type Environment = (typeof ENVIRONMENTS)[number];
+
+/** What a request names a client's data by: A's ids, or look-alikes nobody ever used. */
+interface Ids {
+  order_id: string;
+  shopify_alias: string;
+  erp_alias: string;
+  account: string;
+  campaign: string;
+  export_id: string;
+}
+
+/** One client's view of one port, with the ids it aims at. */
+interface World {
+  app: TestApp;
+  client: TestClient;
+  ids: Ids;
+}
+
+const ALPHABET = 'abcdefghijklmnopqrstuvwxyz0123456789';
+/** A random id of the same length, so that answers naming it are as long as those naming the original. */
+const lookalike = (id: string) => Array.from(randomBytes(id.length), (byte) => ALPHABET[byte % ALPHABET.length]).join('');
+function neverUsed(ids: Ids): Ids {
+  const lookalikes = Object.fromEntries(Object.entries(ids).map(([name, id]) => [name, lookalike(id)])) as Record<keyof Ids, string>;
+  return { ...lookalikes, export_id: randomUUID() };
+}
+
+const DAY = '2024-03-08';
+const MARCH = { start_date: '2024-03-01', end_date: '2024-03-31' };
+const EXPORT_FILE = 'isolation';
+
+/** The two spend collections: how a record is keyed, and how a list asks for the day of DAY. */
+const SPEND = [
+  { path: '/v1/spend_hourly', key: { hour_start_iso: `${DAY}T09:00:00Z` }, range: { hour_start_iso_begin: `${DAY}T00:00:00Z`, hour_start_iso_end: `${DAY}T23:00:00Z` } },
+  { path: '/v1/spend', key: { date: DAY }, range: { date_start: DAY, date_end: DAY } },
+] as const;
+type Collection = (typeof SPEND)[number];
+
+const spendRecord = (collection: Collection, ids: Ids, platform_name: string, spend: number) => ({
+  ...collection.key,
+  platform_name,
+  platform_account_id: ids.account,
+  campaign_id: ids.campaign,
+  campaign_name: 'Spring sale',
+  spend,
+  spend_currency: 'USD',
+  impressions: 100,
+  clicks: 7,
+});
+const spendKey = (collection: Collection, ids: Ids) => ({ data: { ...collection.key, platform_account_id: ids.account, campaign_id: ids.campaign } });
+const spendList = (collection: Collection, ids: Ids) => ({ platform_account_id: ids.account, ...collection.range });
+
+/** A's records of a key: two platforms (a delete of the key matches both). B's: one, its own amount. */
+const A_SPEND: [string, number][] = [
+  ['google', 333.33],
+  ['meta', 777.77],
+];
+const B_SPEND: [string, number][] = [['meta', 1.5]];
+
+const aOrder = (ids: Ids) => makeOrder(ids.order_id, { purchase_total: 4321.09, alternate_order_ids: [{ type: 'shopify', id: ids.shopify_alias }] });
+/** B's orders: one of A's order id, with A's first alias; one of its own id, later that day. */
+const B_OWN_ORDER = 'b-own-order';
+const bOrder = (orderId: string, hour: number, total: number, alternate_order_ids: object[] = []) =>
+  minimalOrder(orderId, {
+    customer_id: 'b-customer',
+    time_of_purchase: `${DAY}T${hour}:00:00Z`,
+    currency: 'USD',
+    purchase_total: total,
+    products: [{ id: 'p', name: 'Product', quantity: 1, price: total }],
+    alternate_order_ids,
+  });
+const bOrders = (ids: Ids) => [bOrder(ids.order_id, 10, 12.5, [{ type: 'shopify', id: ids.shopify_alias }]), bOrder(B_OWN_ORDER, 11, 12.25)] as const;
+/** A's second alias, on an order: A's to A, B's own (another order id than A's) to B. */
+const erpAlias = (ids: Ids, order_id = ids.order_id) => ({ aliases: [{ order_id, type: 'custom:erp', id: ids.erp_alias }] });
+
+const exportRequest = (ids: Ids) => ({
+  level: 'platform',
+  time_granularity: 'DAILY',
+  period_type: 'FIXED',
+  period_options: { period_starting_at: '2024-03-01T00:00:00Z', period_ending_at: '2024-04-01T00:00:00Z' },
+  options: { aggregate_data: true },
+  breakdowns: [{ key: 'account', values: [ids.account] }],
+  metrics: [{ id: 'spend' }, { id: 'revenue' }, { id: 'transactions' }],
+  export_file_name: EXPORT_FILE,
+});
+
+function call(world: World, options: InjectOptions) {
+  return world.app.inject({ ...options, headers: { ...world.client.headers, ...options.headers } });
+}
+
+function expectStatus(response: LightMyRequestResponse, status: number) {
+  assert.equal(response.statusCode, status, response.body);
+  return response.json();
+}
+
+/** An export's outcome once it is no longer PENDING, with its files downloaded (as anyone can, by link). */
+async function exportOutcome(world: World, id: string) {
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    const answer: { result: string[]; data_export_id: string; status: string } = expectStatus(
+      await call(world, { method: 'GET', url: `/v1/exports/data-export/result/${id}` }),
+      200,
+    );
+    const { result, data_export_id: _id, ...outcome } = answer;
+    if (outcome.status !== 'PENDING') {
+      const files = await Promise.all(
+        result.map(async (link) => {
+          const url = new URL(link);
+          const file = await world.app.inject({ method: 'GET', url: url.pathname + url.search });
+          assert.equal(file.statusCode, 200, file.body);
+          return { name: path.basename(url.pathname), lines: file.body.split('\r\n') };
+        }),
+      );
+      return { ...outcome, files };
+    }
+    if (Date.now() > deadline) throw new Error('the export stayed PENDING');
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+const A_IDS = { order_id: 'A-1001', shopify_alias: 'gid-A-1001', erp_alias: 'ERP-A-1001', account: 'act_A', campaign: 'spring-A' };
+
+/** Client A on one port, once it has stored its orders, aliases, spend and a finished export there. */
+async function withClientData(app: TestApp, client: TestClient): Promise<World> {
+  const world = { app, client, ids: { ...A_IDS, export_id: '' } };
+  const { ids } = world;
+  expectStatus(await postOrders(world.app, world.client, [aOrder(ids)]), 200);
+  expectStatus(await postAliases(world.app, world.client, erpAlias(ids).aliases), 200);
+  for (const collection of SPEND) {
+    const data = A_SPEND.map(([platform, spend]) => spendRecord(collection, ids, platform, spend));
+    expectStatus(await call(world, { method: 'POST', url: collection.path, payload: { data } }), 201);
+  }
+  ids.export_id = expectStatus(await call(world, { method: 'POST', url: '/v1/exports/data-export', payload: exportRequest(ids) }), 201).id;
+  assert.equal((await exportOutcome(world, ids.export_id)).status, 'SUCCESS');
+  return world;
+}
+
+/** All of a client's data on one port, as it reads it back. */
+async function readBack(world: World) {
+  const get = async (url: string, query: Record<string, string> = {}) => {
+    const { request_id: _ignored, ...body } = expectStatus(await call(world, { method: 'GET', url, query }), 200);
+    return body;
+  };
+  return {
+    orders: await get('/v2/orders', MARCH),
+    spend: await Promise.all(SPEND.map((collection) => get(collection.path, spendList(collection, world.ids)))),
+    breakdowns: await get('/v1/exports/breakdowns'),
+    export: await exportOutcome(world, world.ids.export_id),
+  };
+}
+
+// --- What B tries, in order, and what it must get ---------------------------------------------
+
+interface Probe {
+  what: string;
+  method: 'GET' | 'POST' | 'DELETE';
+  /** The route as the app registers it; `:name` is filled in with the id of that name. */
+  route: string;
+  query?: (ids: Ids) => Record<string, string>;
+  payload?: (ids: Ids) => object;
+  /** Asserts the answer; returns anything more the client learned through it. */
+  check(response: LightMyRequestResponse, world: World): unknown;
+}
+
+function request(probe: Probe, ids: Ids, method: string = probe.method): InjectOptions {
+  return {
+    method: method as InjectOptions['method'],
+    url: probe.route.replace(/:(\w+)/g, (_, name: string) => ids[name as keyof Ids]),
+    ...(probe.query && { query: probe.query(ids) }),
+    ...(probe.payload && { payload: probe.payload(ids) }),
+  };
+}
+
+function expectPage(response: LightMyRequestResponse) {
+  const page = expectStatus(response, 200) as { data: Record<string, unknown>[]; total_count: number };
+  assert.equal(page.total_count, page.data.length);
+  return page.data;
+}
+
+/** The spend records of an answer, by key and amount. */
+const spendOf = (records: Record<string, unknown>[]) => records.map((r) => [r.platform_name, r.platform_account_id, r.campaign_id, r.spend]);
+const ownSpend = (ids: Ids, records: [string, number][]) => records.map(([platform, spend]) => [platform, ids.account, ids.campaign, spend]);
+
+const breakdowns = (platform: string[], account: string[]) => ({
+  breakdowns: [
+    { key: 'platform', values: platform },
+    { key: 'account', values: account },
+  ],
+});
+
+const listOrdersProbe = (what: string, expected: (ids: Ids) => object[]): Probe => ({
+  what,
+  method: 'GET',
+  route: '/v2/orders',
+  query: () => MARCH,
+  check(response, { ids }) {
+    const orders = expectPage(response).map(({ created_at: _c, updated_at: _u, ...order }) => order);
+    assert.deepEqual(orders, expected(ids));
+  },
+});
+const spendProbes = (verb: 'list' | 'delete', what: string, expected: [string, number][]): Probe[] =>
+  SPEND.map((collection) => ({
+    what: `${what} (${collection.path})`,
+    method: verb === 'list' ? 'GET' : 'DELETE',
+    route: collection.path,
+    ...(verb === 'list' ? { query: (ids: Ids) => spendList(collection, ids) } : { payload: (ids: Ids) => spendKey(collection, ids) }),
+    check: (response, { ids }) =>
+      assert.deepEqual(spendOf(verb === 'list' ? expectPage(response) : expectStatus(response, 200).data), ownSpend(ids, expected)),
+  }));
+const breakdownProbe = (what: string, expected: (ids: Ids) => object): Probe => ({
+  what,
+  method: 'GET',
+  route: '/v1/exports/breakdowns',
+  check: (response, { ids }) => assert.deepEqual(expectStatus(response, 200), expected(ids)),
+});
+
+const fetchExportOfA: Probe = {
+  what: "fetches A's export result: 404",
+  method: 'GET',
+  route: '/v1/exports/data-export/result/:export_id',
+  check: (response) => void assertErrorEnvelope(response, 404),
+};
+
+/** Before B writes anything: A's data must not show through, and nothing B does changes B's data. */
+const BEFORE_WRITES: Probe[] = [
+  listOrdersProbe("lists orders over A's days: none", () => []),
+  ...spendProbes('list', "lists spend of A's account and day: none", []),
+  fetchExportOfA,
+  { what: 'reads the metric catalog', method: 'GET', route: '/v1/exports/metrics', check: (response) => void expectStatus(response, 200) },
+  breakdownProbe('reads breakdown values: none', () => breakdowns([], [])),
+  {
+    what: 'reads attribution models: none',
+    method: 'GET',
+    route: '/v1/exports/attribution-models',
+    check: (response) => assert.deepEqual(expectStatus(response, 200), { attribution_models: [] }),
+  },
+  {
+    what: "claims an alias on A's order id: 404, unknown order",
+    method: 'POST',
+    route: '/v2/orders/aliases',
+    payload: erpAlias,
+    check(response, { ids }) {
+      const { errors } = assertErrorEnvelope(response, 404);
+      assert.deepEqual(errors?.map(({ type, order_id }) => [type, order_id]), [['not_found', ids.order_id]]);
+    },
+  },
+  ...spendProbes('delete', "deletes A's spend keys: nothing", []),
+];
+
+/** B writes to A's ids: it gets data of its own, with no conflict with A's, and reads back its own only. */
+const WRITES: Probe[] = [
+  {
+    what: "upserts an order of A's order id, with A's alias (and one more): new orders of its own",
+    method: 'POST',
+    route: '/v2/orders',
+    payload: bOrders,
+    check(response) {
+      const { inserted, updated, warnings } = expectStatus(response, 200);
+      assert.deepEqual({ inserted, updated, warnings }, { inserted: 2, updated: 0, warnings: [] });
+    },
+  },
+  {
+    what: "attaches A's other alias to another order of its own: added, no conflict",
+    method: 'POST',
+    route: '/v2/orders/aliases',
+    payload: (ids) => erpAlias(ids, B_OWN_ORDER),
+    check(response) {
+      const { added, ignored } = expectStatus(response, 200);
+      assert.deepEqual({ added, ignored }, { added: 1, ignored: 0 });
+    },
+  },
+  ...SPEND.map(
+    (collection): Probe => ({
+      what: `upserts spend of A's key: a new record of its own (${collection.path})`,
+      method: 'POST',
+      route: collection.path,
+      payload: (ids) => ({ data: B_SPEND.map(([platform, spend]) => spendRecord(collection, ids, platform, spend)) }),
+      check(response, { ids }) {
+        const { data } = expectStatus(response, 201);
+        assert.deepEqual(spendOf(data), ownSpend(ids, B_SPEND));
+        assert.equal(data[0].created_at, data[0].updated_at, 'inserted, not updated');
+      },
+    }),
+  ),
+  listOrdersProbe('lists orders: its own only', (ids) => {
+    const [ofAsId, own] = bOrders(ids);
+    return [ofAsId, { ...own, alternate_order_ids: [{ type: 'custom:erp', id: ids.erp_alias }] }];
+  }),
+  ...spendProbes('list', 'lists spend: its own only', B_SPEND),
+  breakdownProbe('reads breakdown values: its own only', (ids) => breakdowns(['meta'], [ids.account])),
+  {
+    what: "exports A's account: its own spend and orders only",
+    method: 'POST',
+    route: '/v1/exports/data-export',
+    payload: exportRequest,
+    async check(response, world) {
+      const outcome = await exportOutcome(world, expectStatus(response, 201).id);
+      assert.equal(outcome.status, 'SUCCESS', JSON.stringify(outcome));
+      assert.deepEqual(
+        outcome.files.flatMap((file) => file.lines),
+        ['date,platform,account,currency,Spend,Revenue,Transactions', '2024-03-08,,,USD,1.5,24.75,2', `2024-03-08,meta,${world.ids.account},USD,1.5,,`, ''],
+      );
+      return outcome;
+    },
+  },
+  { ...fetchExportOfA, what: "fetches A's export result, having exports of its own: 404" },
+  ...spendProbes('delete', 'deletes spend of that key: its own record only', B_SPEND),
+];
+
+const PROBES = [...BEFORE_WRITES, ...WRITES];
+
+/** A route as the route table names it: `METHOD /path`. GET routes answer HEAD too. */
+const methodsOf = (probe: Probe) => (probe.method === 'GET' ? ['GET', 'HEAD'] : [probe.method]);
+const routesProbed = () => [...new Set(PROBES.flatMap((probe) => methodsOf(probe).map((method) => `${method} ${probe.route}`)))].sort();
+
+/**
+ * What an answer tells its client, comparable across worlds: request ids and timestamps are
+ * masked (whether updated_at is created_at is kept), and so is the id of an export just created;
+ * the world's ids are named rather than spelled.
+ */
+function told(response: LightMyRequestResponse, ids: Ids, learned?: unknown) {
+  const json = String(response.headers['content-type']).startsWith('application/json') && response.body !== '';
+  const { 'content-type': type, 'content-length': length } = response.headers;
+  const answer = { status: response.statusCode, type, length, body: json ? response.json() : response.body, learned };
+  const text = JSON.stringify(answer, function (this: Record<string, unknown>, key, value) {
+    if (key === 'request_id' || key === 'created_at' || key === 'finished_at') return '<masked>';
+    if (key === 'updated_at') return value === this.created_at ? '<created_at>' : '<later>';
+    if (key === 'id' && UUID.test(String(value))) return '<new export id>';
+    return value;
+  });
+  const named = Object.entries(ids)
+    .sort(([, a], [, b]) => b.length - a.length)
+    .reduce((masked, [name, id]) => masked.replaceAll(id, `<${name}>`), text);
+  return JSON.parse(named);
+}
+
+function assertAllTheSame(answers: unknown[], message: string) {
+  for (const answer of answers.slice(1)) assert.deepEqual(answer, answers[0], message);
+}
+
+// --- The tests ---------------------------------------------------------------------------------
+
+const [a, b, control] = [await service.createClient('A'), await service.createClient('B'), await service.createClient('control')];
+
+const ports = Object.fromEntries(
+  await Promise.all(
+    ENVIRONMENTS.map(async (environment) => {
+      const owner = await withClientData(service[environment], a);
+      const intruder: World = { ...owner, client: b };
+      const unaware: World = { ...owner, client: control, ids: neverUsed(owner.ids) };
+      return [environment, { owner, intruder, unaware, stored: await readBack(owner) }];
+    }),
+  ),
+) as Record<Environment, { owner: World; intruder: World; unaware: World; stored: Awaited<ReturnType<typeof readBack>> }>;
+
+for (const environment of ENVIRONMENTS) {
+  const { owner, intruder, unaware, stored } = ports[environment];
+
+  describe(`${environment} port`, () => {
+    test("A's data is there to find", () => {
+      assert.deepEqual(
+        stored.orders.data.map((order: { order_id: string; alternate_order_ids: object[] }) => [order.order_id, order.alternate_order_ids]),
+        [[owner.ids.order_id, [{ type: 'shopify', id: owner.ids.shopify_alias }, { type: 'custom:erp', id: owner.ids.erp_alias }]]],
+      );
+      assert.deepEqual(stored.spend.map((page) => spendOf(page.data)), SPEND.map(() => ownSpend(owner.ids, A_SPEND)));
+      assert.deepEqual(stored.breakdowns, breakdowns(['google', 'meta'], [owner.ids.account]));
+      assert.equal(stored.export.status, 'SUCCESS');
+    });
+
+    test("B's answers on A's ids are those on ids nobody used, on every route", async (t) => {
+      for (const probe of PROBES) {
+        // B itself on ids nobody used, while that changes nothing B reads later; a control client,
+        // as new as B and doing what B does, on those ids throughout.
+        const worlds = [intruder, unaware, ...(BEFORE_WRITES.includes(probe) ? [{ ...intruder, ids: unaware.ids }] : [])];
+        await t.test(probe.what, async () => {
+          for (const method of methodsOf(probe)) {
+            const answers = await Promise.all(
+              worlds.map(async (world) => {
+                const response = await call(world, request(probe, world.ids, method));
+                return told(response, world.ids, method === probe.method ? await probe.check(response, world) : undefined);
+              }),
+            );
+            assertAllTheSame(answers, `${method} ${probe.route}`);
+          }
+        });
+      }
+    });
+
+    test("B's key with A's Data-Client-ID is a 401 exactly like an unknown client id's, on every route", async () => {
+      for (const probe of PROBES) {
+        for (const method of methodsOf(probe)) {
+          const answers = await Promise.all(
+            [a.client_id, a.client_id.toUpperCase(), randomUUID()].map(async (clientId) => {
+              const response = await owner.app.inject({
+                ...request(probe, owner.ids, method),
+                headers: { authorization: b.api_key, 'data-client-id': clientId },
+              });
+              assert.equal(response.statusCode, 401, `${method} ${probe.route}: ${response.body}`);
+              return told(response, owner.ids);
+            }),
+          );
+          assertAllTheSame(answers, `${method} ${probe.route}`);
+        }
+      }
+    });
+
+    test("A's export files cannot be had without their signed links, as if they did not exist", async () => {
+      const answers = await Promise.all(
+        [owner.ids.export_id, randomUUID()].map(async (id) => {
+          const response = await call(intruder, {
+            method: 'GET',
+            url: `/v1/exports/files/${id}/${EXPORT_FILE}.csv`,
+            query: { expires: String(Math.floor(Date.now() / 1000) + 3600), signature: lookalike('x'.repeat(43)) },
+          });
+          assertErrorEnvelope(response, 403);
+          return told(response, owner.ids);
+        }),
+      );
+      assertAllTheSame(answers, 'download');
+    });
+
+    test("after all of B's attempts, A's orders, aliases, spend, breakdowns and export read back as before", async () => {
+      assert.deepEqual(await readBack(owner), stored);
+    });
+  });
+}
+
+/** Every route of an app as `METHOD /path`, read from Fastify's route tree. */
+function routesOf(app: TestApp): string[] {
+  const prefixes: string[] = [];
+  return app
+    .printRoutes({ commonPrefix: false })
+    .split('\n')
+    .filter((line) => line.trim() !== '')
+    .flatMap((line) => {
+      const match = /^((?:[│ ] {3})*)[├└]── (.+?)(?: \(([^)]*)\))?$/.exec(line);
+      assert.ok(match, `unexpected route tree line: ${line}`);
+      const depth = match[1]!.length / 4;
+      prefixes.length = depth;
+      const route = (prefixes[depth - 1] ?? '') + match[2];
+      prefixes.push(route);
+      return (match[3] ?? '-')
+        .split(', ')
+        .filter((method) => method !== '-')
+        .map((method) => `${method} ${route}`);
+    });
+}
+
+/** Routes that are not the client API: probes, the API document, the admin API, downloads by signed link. */
+const NOT_CLIENT_API = /^[A-Z]+ (\/healthz|\/readyz|\/openapi\.json|\/admin\/|\/v1\/exports\/files\/)/;
+
+test('every route of the client API, on both ports, is probed above', () => {
+  for (const environment of ENVIRONMENTS) {
+    const routes = routesOf(service[environment]);
+    assert.ok(routes.includes('GET /healthz') && routes.includes('POST /v2/orders/aliases'), routes.join('\n'));
+    const clientApi = routes.filter((route) => !NOT_CLIENT_API.test(route)).sort();
+    assert.deepEqual(clientApi, routesProbed(), `${environment}: a client-API route is not probed, or a probed one is gone`);
+  }
+});
