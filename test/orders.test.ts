@@ -184,6 +184,7 @@ describe('timestamps', () => {
     '2024-03-08t09:23:45z',
     '0001-01-01T00:00:00Z',
     '9999-12-31T22:59:59-01:00',
+    '9999-12-31T23:59:59.9999994Z', // rounds down to the last microsecond
   ];
   for (const value of accepted) {
     test(`accepts ${value} and keeps it as sent`, async () => {
@@ -207,11 +208,20 @@ describe('timestamps', () => {
     '0000-03-08T01:23:45Z', // there is no year 0
     '0001-01-01T00:00:00+01:00', // year 0 in UTC
     '9999-12-31T23:30:00-01:00', // year 10000 in UTC
+    '9999-12-31T23:59:59.9999995Z', // stored to the microsecond: year 10000
   ];
   for (const value of refused) {
     test(`refuses ${value}`, () =>
       rejectedWith(minimalOrder('o', { time_of_purchase: value }), { loc: 'time_of_purchase', type: 'format' }));
   }
+
+  test('a fraction finer than a microsecond is rounded as stored, and the order listed on the day it rounds to', async () => {
+    const client = await service.createClient();
+    const response = await postOrders(service.production, client, [minimalOrder('o', { time_of_purchase: '2024-03-08T23:59:59.9999999Z' })]);
+    assert.equal(response.statusCode, 200, response.body);
+    assert.equal((await listOrders(service.production, client, { start_date: '2024-03-08', end_date: '2024-03-08' })).json().total_count, 0);
+    assert.equal((await listOrders(service.production, client, { start_date: '2024-03-09', end_date: '2024-03-09' })).json().total_count, 1);
+  });
 
   test('compares instants across offsets when listing by date (UTC days)', async () => {
     const client = await service.createClient();
