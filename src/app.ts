@@ -1,5 +1,8 @@
 import { randomUUID } from 'node:crypto';
+import cors from '@fastify/cors';
+import helmet from '@fastify/helmet';
 import swagger from '@fastify/swagger';
+import underPressure from '@fastify/under-pressure';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { LogController, type RawServerDefault } from 'fastify';
 import type { Logger } from 'pino';
@@ -26,6 +29,8 @@ import { createSpendRepository } from './spend/repository.js';
 import { spendRoutes } from './spend/routes.js';
 import { version } from './version.js';
 
+const OVERLOAD_RETRY_AFTER_SECONDS = 2;
+
 export interface AppOptions {
   config: Config;
   db: Database;
@@ -51,6 +56,7 @@ export async function buildApp({ config, db, environment, logger, onExportCreate
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: config.bodyLimitBytes,
     trustProxy: config.trustProxy,
+    requestTimeout: config.requestTimeoutMs,
     genReqId: requestId,
     routerOptions: { ignoreTrailingSlash: true },
     return503OnClosing: false,
@@ -82,6 +88,18 @@ export async function buildApp({ config, db, environment, logger, onExportCreate
       'request',
     );
   });
+
+  // Headers for an API: no sniffing, no framing, HTTPS remembered, nothing cross-origin unless configured.
+  await app.register(helmet, { contentSecurityPolicy: { directives: { defaultSrc: ["'none'"], frameAncestors: ["'none'"] } } });
+  if (config.corsOrigins.length > 0) await app.register(cors, { origin: config.corsOrigins });
+  if (config.overloadEventLoopDelayMs > 0) {
+    await app.register(underPressure, {
+      maxEventLoopDelay: config.overloadEventLoopDelayMs,
+      pressureHandler: (_request, reply) => {
+        sendError(reply.header('retry-after', String(OVERLOAD_RETRY_AFTER_SECONDS)), 503, 'The server is overloaded; send the request again shortly');
+      },
+    });
+  }
 
   await app.register(swagger, {
     openapi: {

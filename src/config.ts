@@ -35,6 +35,12 @@ export interface Config {
   authFailuresPerMinute: number;
   /** Whether X-Forwarded-For names the client (behind a proxy): the source address of per-address limits. */
   trustProxy: boolean;
+  /** Time a request has to arrive whole, headers and body; slower ones are cut off with a 408. */
+  requestTimeoutMs: number;
+  /** Event-loop delay past which requests are refused with 503 until it recovers (0: never). */
+  overloadEventLoopDelayMs: number;
+  /** Browser origins allowed to call the API (CORS); none by default. */
+  corsOrigins: string[];
 }
 
 export class ConfigError extends Error {}
@@ -70,6 +76,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     exportReadsPerSecond: integer(env, 'EXPORT_READS_PER_SECOND', 100),
     authFailuresPerMinute: integer(env, 'AUTH_FAILURES_PER_MINUTE', 30),
     trustProxy: flag(env, 'TRUST_PROXY'),
+    requestTimeoutMs: integer(env, 'REQUEST_TIMEOUT_MS', 60_000, { min: 1 }),
+    overloadEventLoopDelayMs: integer(env, 'OVERLOAD_EVENT_LOOP_DELAY_MS', 1_000),
+    corsOrigins: (env.CORS_ORIGINS ?? '').split(',').map((origin) => origin.trim()).filter(Boolean),
   };
 }
 

@@ -27,6 +27,9 @@ test('defaults: ports 8080 and 8081 on 127.0.0.1, embedded store in ./data, no a
     exportReadsPerSecond: 100,
     authFailuresPerMinute: 30,
     trustProxy: false,
+    requestTimeoutMs: 60_000,
+    overloadEventLoopDelayMs: 1000,
+    corsOrigins: [],
   });
 });
 
@@ -53,6 +56,9 @@ test('every variable is read', () => {
     EXPORT_READS_PER_SECOND: '7',
     AUTH_FAILURES_PER_MINUTE: '9',
     TRUST_PROXY: 'true',
+    REQUEST_TIMEOUT_MS: '5000',
+    OVERLOAD_EVENT_LOOP_DELAY_MS: '0',
+    CORS_ORIGINS: 'https://a.example, https://b.example',
   });
   assert.deepEqual(config, {
     host: '0.0.0.0',
@@ -76,6 +82,9 @@ test('every variable is read', () => {
     exportReadsPerSecond: 7,
     authFailuresPerMinute: 9,
     trustProxy: true,
+    requestTimeoutMs: 5000,
+    overloadEventLoopDelayMs: 0,
+    corsOrigins: ['https://a.example', 'https://b.example'],
   });
 });
 

@@ -37,3 +37,14 @@ export async function withRetry<T>(attempt: () => Promise<T>): Promise<T> {
     }
   }
 }
+
+const UNREACHABLE = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENOTFOUND', 'EPIPE', '57P01', '57P02', '57P03']);
+/** What the pg driver says, without a code, when it loses or cannot get a connection. */
+const UNREACHABLE_MESSAGES = /^(Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error)/;
+
+/** Whether `error` says the database cannot be reached (as opposed to refusing a statement). */
+export function isDatabaseUnavailable(error: unknown): boolean {
+  const { code, message } = error as { code?: unknown; message?: unknown };
+  if (typeof code === 'string' && (UNREACHABLE.has(code) || code.startsWith('08'))) return true;
+  return typeof message === 'string' && UNREACHABLE_MESSAGES.test(message);
+}

@@ -1,4 +1,5 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { isDatabaseUnavailable } from '../db/database.js';
 import { partOf, toErrorItems } from './validation.js';
 
 /** One problem with a request: where (`loc`), what (`msg`) and a machine code (`type`). */
@@ -93,6 +94,8 @@ export function sendError(reply: FastifyReply, status: number, message: string, 
   return reply.code(status).type('application/json').send(body);
 }
 
+const DATABASE_RETRY_AFTER_SECONDS = 5;
+
 /** Gives every error, and every unknown route, the one envelope of the API. */
 export function registerErrorHandling(app: FastifyInstance) {
   app.setErrorHandler((error: FastifyError, request, reply) => {
@@ -109,6 +112,11 @@ export function registerErrorHandling(app: FastifyInstance) {
     if (status >= 400 && status < 500) {
       const message = FRAMEWORK_MESSAGES[error.code]?.(error, request) ?? error.message;
       return sendError(reply, status, message);
+    }
+    if (isDatabaseUnavailable(error)) {
+      request.log.warn({ err: { code: (error as { code?: unknown }).code } }, 'database unavailable');
+      reply.header('retry-after', String(DATABASE_RETRY_AFTER_SECONDS));
+      return sendError(reply, 503, 'The database is unavailable; send the request again shortly');
     }
     const problem = requestProblem(error);
     if (problem) {
