@@ -67,7 +67,7 @@ export const ExportRequest = Type.Object(
     attribution_options: Type.Optional(
       Type.Object(
         {
-          attribution_models: Type.Optional(Type.Array(Type.String(), { description: 'See GET /v1/exports/attribution-models.' })),
+          attribution_models: Type.Optional(Type.Array(Identifier('An attribution model id.'), { description: 'See GET /v1/exports/attribution-models.' })),
           attribution_windows: Type.Optional(Type.Array(Type.Unsafe<string>({ type: 'string', enum: ['1', '3', '7', '14', '30', '60', '90'] }))),
           accounting_modes: Type.Optional(Type.Array(Type.Unsafe<string>({ type: 'string', enum: ['cash', 'accrual'] }))),
         },
@@ -83,7 +83,7 @@ export const ExportRequest = Type.Object(
             'x-messages': { enum: 'Unknown metric id: GET /v1/exports/metrics lists them' },
           }),
           label: Type.Optional(
-            Type.String({ pattern: '^[a-zA-Z][a-zA-Z0-9_]+[a-zA-Z0-9]$', description: 'Column header; the metric\'s label by default.' }),
+            Type.String({ pattern: '^[a-zA-Z][a-zA-Z0-9_]+[a-zA-Z0-9]$', maxLength: 100, description: 'Column header; the metric\'s label by default.' }),
           ),
         },
         { additionalProperties: false },

@@ -11,6 +11,8 @@ declare module 'fastify' {
 }
 
 const BYTE_ORDER_MARK = '\uFEFF';
+/** Refuses bytes that are not UTF-8, where a lenient decoder would store U+FFFD in their place. */
+const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 const UTF8 = /^utf-?8$/i;
 
 /** PostgreSQL text can hold neither U+0000 nor half of a surrogate pair; JSON can spell both. */
@@ -38,7 +40,7 @@ export function registerQueryCheck(app: FastifyInstance) {
 /** JSON is the only body the API takes; any other content type is answered 415. */
 export function registerJsonBody(app: FastifyInstance) {
   app.removeAllContentTypeParsers();
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, text, done) => {
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, bytes, done) => {
     // A body that cannot be read is an invalid request like any other: 400, or 422 on spend.
     const invalid = request.routeOptions.config.validationStatus ?? 400;
     const fail = (status: number, message: string, errors: ApiError['errors'] = null) =>
@@ -46,7 +48,13 @@ export function registerJsonBody(app: FastifyInstance) {
     const charset = charsetOf(request);
     if (charset !== undefined && !UTF8.test(charset)) return fail(415, `JSON must be sent as UTF-8, not ${charset}`);
 
-    const body = (text as string).startsWith(BYTE_ORDER_MARK) ? (text as string).slice(1) : (text as string);
+    let text: string;
+    try {
+      text = utf8.decode(bytes as Buffer);
+    } catch {
+      return fail(invalid, 'Request body is not valid UTF-8');
+    }
+    const body = text.startsWith(BYTE_ORDER_MARK) ? text.slice(1) : text;
     if (body.length === 0) {
       // Clients that always send a Content-Type may send no body to a route that takes none.
       if (!request.routeOptions.schema?.body) return done(null, undefined);

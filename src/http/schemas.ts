@@ -1,6 +1,14 @@
 import { Type } from 'typebox';
 
-export const NonEmptyString = (description: string) => Type.String({ minLength: 1, description });
+/**
+ * The longest free text taken (names, addresses, codes, tags): far beyond real ones, and a bound
+ * on what one field of a request can cost to check, store and export.
+ */
+export const MAX_TEXT_LENGTH = 4096;
+
+export const Text = (description?: string) => Type.String({ maxLength: MAX_TEXT_LENGTH, ...(description && { description }) });
+
+export const NonEmptyString = (description: string) => Type.String({ minLength: 1, maxLength: MAX_TEXT_LENGTH, description });
 
 /**
  * The longest identifier taken. Identifiers are index keys, and an index entry must fit in about

@@ -1,7 +1,7 @@
 import { Type, type Static } from 'typebox';
 import { COUNTRY_CODES, CURRENCY_CODES } from '../reference-codes.js';
 import { PageQuery, pageOf } from '../http/pagination.js';
-import { DateTime, Identifier, NonEmptyString } from '../http/schemas.js';
+import { DateTime, Identifier, NonEmptyString, Text } from '../http/schemas.js';
 
 export const MAX_AMOUNT = 100_000_000_000_000;
 export const MAX_ORDERS_PER_REQUEST = 1000;
@@ -37,10 +37,10 @@ export const Refund = Type.Object(
 export const ShippingAddress = Type.Object(
   {
     address1: Type.Optional(NonEmptyString('Street address.')),
-    address2: Type.Optional(Type.String({ description: 'Additional street address line.' })),
+    address2: Type.Optional(Text('Additional street address line.')),
     city: Type.Optional(NonEmptyString('City.')),
-    state: Type.Optional(Type.String({ description: 'State or region.' })),
-    zip: Type.String({ description: 'Postal code.' }),
+    state: Type.Optional(Text('State or region.')),
+    zip: Text('Postal code.'),
     country_code: Type.String({
       enum: COUNTRY_CODES,
       description: 'Three-letter ISO 3166-1 alpha-3 country code.',
@@ -62,15 +62,15 @@ const orderProperties = {
   order_id: Identifier('Unique per client: sending it again updates the order.'),
   customer_id: NonEmptyString("The shop's internal customer id (not an e-mail, not the order id)."),
   time_of_purchase: DateTime('When the customer placed the order.'),
-  customer_email: Type.Optional(Type.String({ format: 'email' })),
-  customer_phone_number: Type.Optional(Type.String()),
-  hashed_customer_email: Type.Optional(Type.String({ description: 'SHA-256 of the normalised e-mail.' })),
-  hashed_customer_phone_number: Type.Optional(Type.String({ description: 'SHA-256 of the E.164 phone number.' })),
-  customer_name: Type.Optional(Type.String()),
-  customer_ip_address: Type.Optional(Type.String({ format: 'ip', description: 'IPv4 or IPv6 address.' })),
-  discount_codes: Type.Optional(Type.Array(Type.String(), { uniqueItems: true })),
+  customer_email: Type.Optional(Type.String({ format: 'email', maxLength: 320 })),
+  customer_phone_number: Type.Optional(Text()),
+  hashed_customer_email: Type.Optional(Text('SHA-256 of the normalised e-mail.')),
+  hashed_customer_phone_number: Type.Optional(Text('SHA-256 of the E.164 phone number.')),
+  customer_name: Type.Optional(Text()),
+  customer_ip_address: Type.Optional(Type.String({ format: 'ip', maxLength: 64, description: 'IPv4 or IPv6 address.' })),
+  discount_codes: Type.Optional(Type.Array(Text(), { uniqueItems: true })),
   discount_amount: Type.Optional(Amount('Total discount, in the order currency.')),
-  order_tags: Type.Optional(Type.Array(Type.String(), { uniqueItems: true })),
+  order_tags: Type.Optional(Type.Array(Text(), { uniqueItems: true })),
   tax: Amount('Tax, in the order currency.'),
   is_recurring_order: Type.Optional(Type.Boolean()),
   currency: Type.String({

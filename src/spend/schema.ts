@@ -1,5 +1,6 @@
 import { Type, type Static, type TSchema } from 'typebox';
 import { PageQuery, pageOf } from '../http/pagination.js';
+import { MAX_TEXT_LENGTH } from '../http/schemas.js';
 import { CURRENCY_CODES } from '../reference-codes.js';
 import type { SpendCollection } from './collection.js';
 
@@ -9,9 +10,9 @@ export const MAX_MEASURE = 100_000_000_000_000;
 export const MAX_MEASURE_DECIMALS = 12;
 export const MEASURES = ['spend', 'impressions', 'clicks'] as const;
 
-const Text = (description: string, maxLength?: number) => Type.String({ description, ...(maxLength && { maxLength }) });
-const TextOrEmpty = (description: string, maxLength?: number) =>
-  Type.Optional(Type.String({ default: '', description: `${description} Default "".`, ...(maxLength && { maxLength }) }));
+const Text = (description: string, maxLength = MAX_TEXT_LENGTH) => Type.String({ description, maxLength });
+const TextOrEmpty = (description: string, maxLength = MAX_TEXT_LENGTH) =>
+  Type.Optional(Type.String({ default: '', description: `${description} Default "".`, maxLength }));
 
 const NOT_A_MEASURE = { msg: 'Must be a number of at least 0, or empty for 0', type: 'type' };
 
