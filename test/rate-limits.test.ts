@@ -29,7 +29,8 @@ const remaining = (response: LightMyRequestResponse) => Number(/;r=(\d+);/.exec(
 function assertTooMany(response: LightMyRequestResponse) {
   const body = assertErrorEnvelope(response, 429, ['retry_after_seconds']) as { retry_after_seconds?: number };
   const retryAfter = Number(response.headers['retry-after']);
-  assert.ok(retryAfter >= 1 && retryAfter <= 60, `Retry-After ${retryAfter}`);
+  // The sliding window estimates; it may ask for up to two windows.
+  assert.ok(retryAfter >= 1 && retryAfter <= 120, `Retry-After ${retryAfter}`);
   assert.equal(body.retry_after_seconds, retryAfter, 'the hosted API\'s field, equal to Retry-After');
 }
 
