@@ -8,6 +8,8 @@ export interface Config {
   databaseUrl: string | undefined;
   /** Connections each process keeps open to PostgreSQL. */
   databasePoolSize: number;
+  /** Longest wait for one statement's answer from PostgreSQL (an export's included). */
+  databaseQueryTimeoutMs: number;
   dataDir: string;
   /** Enables the admin API when set. */
   adminToken: string | undefined;
@@ -60,6 +62,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     uatPort: integer(env, 'UAT_PORT', 8081, { max: 65535 }),
     databaseUrl: env.DATABASE_URL || undefined,
     databasePoolSize,
+    databaseQueryTimeoutMs: integer(env, 'DATABASE_QUERY_TIMEOUT_MS', 60_000, { min: 1 }),
     dataDir,
     adminToken: secret(env, 'ADMIN_TOKEN', 16),
     bodyLimitBytes: integer(env, 'BODY_LIMIT_BYTES', 32 * MIB, { min: 1 }),

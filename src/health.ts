@@ -7,7 +7,8 @@ const READINESS_TIMEOUT_MS = 2_000;
 /** Liveness and readiness probes; neither needs credentials. */
 export const healthRoutes: FastifyPluginAsync<{ db: Database }> = async (app, { db }) => {
   const hide = { hide: true };
-  app.get('/healthz', { schema: hide }, async () => ({ status: 'ok' }));
+  // A busy process is still alive: liveness is never shed under load (readiness is).
+  app.get('/healthz', { schema: hide, config: { pressureHandler: () => {} } }, async () => ({ status: 'ok' }));
 
   app.get('/readyz', { schema: hide }, async () => {
     let timer: NodeJS.Timeout | undefined;

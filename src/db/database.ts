@@ -40,7 +40,7 @@ export async function withRetry<T>(attempt: () => Promise<T>): Promise<T> {
 
 const UNREACHABLE = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENOTFOUND', 'EPIPE', '57P01', '57P02', '57P03']);
 /** What the pg driver says, without a code, when it loses or cannot get a connection. */
-const UNREACHABLE_MESSAGES = /^(Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error)/;
+const UNREACHABLE_MESSAGES = /^(Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|Query read timeout)/;
 
 /** Whether `error` says the database cannot be reached (as opposed to refusing a statement). */
 export function isDatabaseUnavailable(error: unknown): boolean {

@@ -6,9 +6,11 @@ import { openPostgres } from './postgres.js';
 
 export type { Database, Queryable } from './database.js';
 
-export function openDatabase(config: Pick<Config, 'databaseUrl' | 'dataDir' | 'databasePoolSize'>): Promise<Database> {
+export function openDatabase(config: Pick<Config, 'databaseUrl' | 'dataDir' | 'databasePoolSize'> & Partial<Pick<Config, 'databaseQueryTimeoutMs'>>): Promise<Database> {
   if (config.databaseUrl) {
-    return Promise.resolve(openPostgres({ connectionString: config.databaseUrl, poolSize: config.databasePoolSize }));
+    return Promise.resolve(
+      openPostgres({ connectionString: config.databaseUrl, poolSize: config.databasePoolSize, queryTimeoutMs: config.databaseQueryTimeoutMs }),
+    );
   }
   return openPglite(path.join(config.dataDir, 'pglite'));
 }

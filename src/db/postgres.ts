@@ -4,10 +4,21 @@ import { withRetry, type Database, type Queryable } from './database.js';
 export interface PostgresOptions {
   connectionString: string;
   poolSize: number;
+  /** Longest wait for one statement's answer, past which the database counts as unreachable (unset: no limit). */
+  queryTimeoutMs?: number;
 }
 
-export function openPostgres({ connectionString, poolSize }: PostgresOptions): Database {
-  const pool = new pg.Pool({ connectionString, max: poolSize, connectionTimeoutMillis: 5_000 });
+export function openPostgres({ connectionString, poolSize, queryTimeoutMs }: PostgresOptions): Database {
+  // A network partition loses packets instead of refusing them: without a timeout a statement
+  // sent on an open connection would wait as long as TCP does (many minutes), holding its
+  // request and its pool slot.
+  const pool = new pg.Pool({
+    connectionString,
+    max: poolSize,
+    connectionTimeoutMillis: 5_000,
+    query_timeout: queryTimeoutMs,
+    keepAlive: true,
+  });
   // An idle client losing its connection (server restart) must not crash the process; the pool
   // discards it and the next query opens a new one.
   pool.on('error', () => {});
