@@ -5,6 +5,7 @@ import { once } from 'node:events';
 import http from 'node:http';
 import { test } from 'node:test';
 import { freePort } from '../bench/server.js';
+import { random } from '../bench/generate.js';
 import { ADMIN_TOKEN, createChildStore, minimalOrder, startCli } from './helpers.js';
 
 // Several server processes over one store, one after the other, each killed: PostgreSQL only
@@ -15,18 +16,6 @@ const ROUNDS = 7; // kill/restart rounds
 const CONNECTIONS = 3; // concurrent client connections
 const KILL_AFTER_MS = [100, 1500] as const; // how long a server serves before it is killed
 const SEED = Number(process.env.DURABILITY_SEED ?? 20_240_308);
-
-/** mulberry32: a small seeded generator, so that a run can be replayed with DURABILITY_SEED. */
-function random(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
-  };
-}
 
 type Alias = { type: string; id: string };
 

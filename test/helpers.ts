@@ -13,6 +13,9 @@ import { openDatabase, type Database } from '../src/db/index.js';
 import { migrate } from '../src/db/migrate.js';
 import { openPglite } from '../src/db/pglite.js';
 import { openPostgres } from '../src/db/postgres.js';
+import { createExportJobs } from '../src/exports/jobs.js';
+import { createExportProducer } from '../src/exports/produce.js';
+import { startExportWorker, type ExportWorkerOptions } from '../src/exports/worker.js';
 import type { ErrorEnvelope } from '../src/http/errors.js';
 
 export const ADMIN_TOKEN = 'test-admin-token';
@@ -168,6 +171,30 @@ export async function startService(env: NodeJS.ProcessEnv = {}): Promise<TestSer
     async close() {
       await Promise.all([production.close(), uat.close()]);
       await store.drop();
+    },
+  };
+}
+
+/** A service whose exports are run by a worker of its own, writing files into a temporary directory. */
+export async function startExportingService(worker: Partial<ExportWorkerOptions> = {}): Promise<TestService & { exportsDir: string }> {
+  const exportsDir = tempDir();
+  const service = await startService({ EXPORTS_DIR: exportsDir });
+  const exports = startExportWorker({
+    jobs: createExportJobs(service.db),
+    produce: createExportProducer({ db: service.db, exportsDir, rowsPerFile: 1000 }),
+    concurrency: 1,
+    leaseSeconds: 30,
+    pollMs: 10,
+    maxAttempts: 3,
+    ...worker,
+  });
+  return {
+    ...service,
+    exportsDir,
+    async close() {
+      await exports.stop();
+      await service.close();
+      fs.rmSync(exportsDir, { recursive: true, force: true });
     },
   };
 }

@@ -1,13 +1,9 @@
 import assert from 'node:assert/strict';
 import { randomBytes, randomUUID } from 'node:crypto';
-import fs from 'node:fs';
 import path from 'node:path';
 import { after, describe, test } from 'node:test';
 import type { InjectOptions, LightMyRequestResponse } from 'fastify';
-import { createExportJobs } from '../src/exports/jobs.js';
-import { createExportProducer } from '../src/exports/produce.js';
-import { startExportWorker } from '../src/exports/worker.js';
-import { assertErrorEnvelope, makeOrder, minimalOrder, postAliases, postOrders, startService, tempDir, UUID, type TestApp, type TestClient } from './helpers.js';
+import { assertErrorEnvelope, makeOrder, minimalOrder, postAliases, postOrders, startExportingService, UUID, type TestApp, type TestClient } from './helpers.js';
 
 // Client A stores orders, aliases, hourly and daily spend and an export on both ports. Client B,
 // with its own valid key, then tries every route of the client API on A's ids. Its answers must be
@@ -16,21 +12,8 @@ import { assertErrorEnvelope, makeOrder, minimalOrder, postAliases, postOrders, 
 // timestamps and the ids themselves, they are the same, so B learns nothing of A's data. A's data
 // must read back as it was, and a client-API route without a probe fails the last test.
 
-const exportsDir = tempDir();
-const service = await startService({ EXPORTS_DIR: exportsDir });
-const worker = startExportWorker({
-  jobs: createExportJobs(service.db),
-  produce: createExportProducer({ db: service.db, exportsDir, rowsPerFile: 1000 }),
-  concurrency: 1,
-  leaseSeconds: 30,
-  pollMs: 10,
-  maxAttempts: 3,
-});
-after(async () => {
-  await worker.stop();
-  await service.close();
-  fs.rmSync(exportsDir, { recursive: true, force: true });
-});
+const service = await startExportingService();
+after(() => service.close());
 
 const ENVIRONMENTS = ['production', 'uat'] as const;
 type Environment = (typeof ENVIRONMENTS)[number];

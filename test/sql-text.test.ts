@@ -1,13 +1,9 @@
 import assert from 'node:assert/strict';
-import fs from 'node:fs';
 import { after, describe, test } from 'node:test';
 import type { LightMyRequestResponse } from 'fastify';
-import { createExportJobs } from '../src/exports/jobs.js';
-import { createExportProducer } from '../src/exports/produce.js';
-import { startExportWorker } from '../src/exports/worker.js';
 import { OrderBatch } from '../src/orders/schema.js';
 import { daily, hourly, type SpendCollection } from '../src/spend/collection.js';
-import { ADMIN_TOKEN, assertErrorEnvelope, startService, tempDir, type TestClient } from './helpers.js';
+import { ADMIN_TOKEN, assertErrorEnvelope, startExportingService, type TestClient } from './helpers.js';
 
 /*
  * Every SQL statement takes client text as a parameter, never pasted into it: text that would
@@ -15,21 +11,8 @@ import { ADMIN_TOKEN, assertErrorEnvelope, startService, tempDir, type TestClien
  * stored and read back unchanged, matches only itself, and leaves every table in place.
  */
 
-const exportsDir = tempDir();
-const service = await startService({ EXPORTS_DIR: exportsDir });
-const worker = startExportWorker({
-  jobs: createExportJobs(service.db),
-  produce: createExportProducer({ db: service.db, exportsDir, rowsPerFile: 1000 }),
-  concurrency: 1,
-  leaseSeconds: 30,
-  pollMs: 10,
-  maxAttempts: 1,
-});
-after(async () => {
-  await worker.stop();
-  await service.close();
-  fs.rmSync(exportsDir, { recursive: true, force: true });
-});
+const service = await startExportingService({ maxAttempts: 1 });
+after(() => service.close());
 
 /** SQL and JSON metacharacters; no U+0000, which PostgreSQL cannot store (and the API refuses). */
 const TEXTS = [
