@@ -86,7 +86,8 @@ export interface RunningServer {
 export async function startServer(store: Store, extraEnv: NodeJS.ProcessEnv = {}): Promise<RunningServer> {
   const [port, uatPort] = [await freePort(), await freePort()];
   const child = spawn(process.execPath, [CLI, 'serve'], {
-    env: { ...process.env, ...store.env, ...extraEnv, PORT: String(port), UAT_PORT: String(uatPort), ADMIN_TOKEN, LOG_LEVEL: 'warn' },
+    // Throughput is measured, not the per-key write budget an operator would raise for a backfill.
+    env: { ...process.env, ORDER_WRITE_BYTES_PER_MINUTE: '0', ...store.env, ...extraEnv, PORT: String(port), UAT_PORT: String(uatPort), ADMIN_TOKEN, LOG_LEVEL: 'warn' },
     stdio: ['ignore', 'inherit', 'inherit'],
   });
   const url = `http://127.0.0.1:${port}`;
