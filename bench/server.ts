@@ -78,6 +78,8 @@ export interface RunningServer {
   process: ChildProcess;
   /** Headers of a client created for the run. */
   headers: Record<string, string>;
+  /** Milliseconds from starting the process to its first 200 from /readyz. */
+  startupMs: number;
   /** Peak resident memory of the server process so far, in MB (Linux). */
   peakRssMb(): number | undefined;
   stop(): Promise<void>;
@@ -92,13 +94,15 @@ export async function startServer(store: Store, extraEnv: NodeJS.ProcessEnv = {}
   });
   const url = `http://127.0.0.1:${port}`;
   const started = Date.now();
+  // Polled every 20 ms: the start-up time measured is within 20 ms of the truth.
   for (;;) {
     if (child.exitCode !== null) throw new Error(`server exited with ${child.exitCode}`);
     const ready = await fetch(`${url}/readyz`).then((r) => r.ok, () => false);
     if (ready) break;
     if (Date.now() - started > 60_000) throw new Error('server did not become ready in 60 s');
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    await new Promise((resolve) => setTimeout(resolve, 20));
   }
+  const startupMs = Date.now() - started;
   const created = await fetch(`${url}/admin/v1/clients`, {
     method: 'POST',
     headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
@@ -108,6 +112,7 @@ export async function startServer(store: Store, extraEnv: NodeJS.ProcessEnv = {}
   return {
     url,
     process: child,
+    startupMs,
     headers: { authorization: client.api_key, 'data-client-id': client.client_id, 'content-type': 'application/json' },
     peakRssMb() {
       const status = fs.readFileSync(`/proc/${child.pid}/status`, 'utf8').match(/VmHWM:\s+(\d+) kB/);
