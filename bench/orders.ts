@@ -16,7 +16,8 @@ import secureJson from 'secure-json-parse';
 import { openDatabase } from '../src/db/index.js';
 import { createValidatorCompiler } from '../src/http/validation.js';
 import { createOrderRepository } from '../src/orders/repository.js';
-import { OrderBatch } from '../src/orders/schema.js';
+import { aliasesOf } from '../src/orders/routes.js';
+import { OrderBatch, type Order } from '../src/orders/schema.js';
 import { generateOrders } from './generate.js';
 import { benchEachStore, startServer, type Store } from './server.js';
 
@@ -131,11 +132,6 @@ function row(store: string, phase: string, result: PhaseResult, rss: number | un
   ];
 }
 
-const aliasesOf = (batchJson: string) =>
-  (JSON.parse(batchJson) as { order_id: string; alternate_order_ids?: { type: string; id: string }[] }[]).flatMap((order) =>
-    (order.alternate_order_ids ?? []).map((alias) => ({ order_id: order.order_id, ...alias })),
-  );
-
 async function benchStore(store: Store): Promise<string[][]> {
   try {
     const server = await startServer(store);
@@ -162,7 +158,7 @@ async function benchStore(store: Store): Promise<string[][]> {
     const orders = createOrderRepository(db);
     const tenant = { clientId, environment: 'production' as const, dryRun: false };
     const direct = await runPhase(
-      async (body) => void (await orders.upsert(tenant, body, aliasesOf(body))),
+      async (body) => void (await orders.upsert(tenant, body, aliasesOf(JSON.parse(body) as Order[]))),
       batchesWithIds('d'),
     );
     await db.close();

@@ -49,11 +49,12 @@ export function authenticate(clients: ClientRepository, environment: Environment
       return;
     }
     const hashes = isUuid(clientId) ? await clients.activeKeyHashes(clientId.toLowerCase()) : [];
-    if (!matchesAny(apiKey, hashes)) {
+    const keyHash = hashSecret(apiKey);
+    if (!matchesAny(keyHash, hashes)) {
       throw new ApiError(401, 'Invalid credentials: the API key is not valid for this Data-Client-ID', [
         { loc: 'header/authorization', msg: 'Invalid API key for this client', type: 'invalid_credentials' },
       ]);
     }
-    request.tenant = { clientId: clientId.toLowerCase(), environment, dryRun: false, apiKeyHash: hashSecret(apiKey).toString('base64url') };
+    request.tenant = { clientId: clientId.toLowerCase(), environment, dryRun: false, apiKeyHash: keyHash.toString('base64url') };
   };
 }

@@ -32,7 +32,7 @@ export const adminRoutes: FastifyPluginAsyncTypebox<AdminOptions> = async (app, 
   const tokenHash = [hashSecret(adminToken)];
   app.addHook('onRequest', async (request) => {
     const token = /^bearer\s+(.+)$/i.exec(request.headers.authorization ?? '')?.[1];
-    if (!token || !matchesAny(token, tokenHash)) {
+    if (!token || !matchesAny(hashSecret(token), tokenHash)) {
       throw new ApiError(401, 'The admin API needs Authorization: Bearer <ADMIN_TOKEN>', [
         { loc: 'header/authorization', msg: 'Invalid admin token', type: 'invalid_credentials' },
       ]);

@@ -15,9 +15,8 @@ export function hashSecret(secret: string): Buffer {
   return createHash('sha256').update(secret).digest();
 }
 
-/** Compares `secret` against every hash, in time that does not depend on where they differ. */
-export function matchesAny(secret: string, hashes: readonly Uint8Array[]): boolean {
-  const candidate = hashSecret(secret);
+/** Compares a secret's hash against every hash, in time that does not depend on where they differ. */
+export function matchesAny(candidate: Buffer, hashes: readonly Uint8Array[]): boolean {
   let matched = false;
   for (const hash of hashes) {
     if (hash.length === candidate.length && timingSafeEqual(hash, candidate)) matched = true;

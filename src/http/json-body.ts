@@ -7,6 +7,8 @@ declare module 'fastify' {
   interface FastifyRequest {
     /** The JSON body exactly as received (less a byte-order mark), for handlers that store it as is. */
     rawBody?: string;
+    /** Its size in bytes, as received: what order-write budgets count. */
+    rawBodyBytes?: number;
   }
 }
 
@@ -79,6 +81,7 @@ export function registerJsonBody(app: FastifyInstance) {
       );
     }
     request.rawBody = body;
+    request.rawBodyBytes = (bytes as Buffer).length;
     done(null, value);
   });
 }

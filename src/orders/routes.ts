@@ -39,7 +39,7 @@ interface RequestedAlias extends AliasToAttach {
   loc: string;
 }
 
-function aliasesOf(orders: readonly Order[]): RequestedAlias[] {
+export function aliasesOf(orders: readonly Order[]): RequestedAlias[] {
   return orders.flatMap((order, index) =>
     (order.alternate_order_ids ?? []).map((alias, a) => ({
       order_id: order.order_id,

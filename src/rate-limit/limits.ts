@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import { ApiError } from '../http/errors.js';
 import { redisStore } from './redis.js';
@@ -64,7 +64,7 @@ export function createRateLimits(config: RateLimitConfig, logger?: Logger) {
 
   return {
     /** A route group's limit, as a preValidation hook: counted before validation, as invalid requests cost too. */
-    async limitRoute(request: FastifyRequest, reply: { header(name: string, value: string): unknown }) {
+    async limitRoute(request: FastifyRequest, reply: FastifyReply) {
       const name = request.routeOptions.config.rateLimit;
       const policy = name && limits[name];
       if (!policy) return;
@@ -75,7 +75,7 @@ export function createRateLimits(config: RateLimitConfig, logger?: Logger) {
         : name === 'orderWrites'
           ? `${tenant.environment}:key:${tenant.apiKeyHash}`
           : `${tenant.environment}:client:${tenant.clientId}`;
-      const cost = policy.unit === 'content-bytes' ? Buffer.byteLength(request.rawBody ?? '') : 1;
+      const cost = policy.unit === 'content-bytes' ? (request.rawBodyBytes ?? 0) : 1;
       if (cost > policy.limit) {
         throw new ApiError(413, `The request body is larger than the whole order-write budget of ${policy.limit} bytes a minute`);
       }
