@@ -1,10 +1,11 @@
 #!/usr/bin/env node
-import { Command } from 'commander';
+import { Command, InvalidArgumentError } from 'commander';
 import { createClientRepository, type ClientRepository } from './clients/repository.js';
 import { loadConfig } from './config.js';
 import { openDatabase } from './db/index.js';
 import { migrate } from './db/migrate.js';
-import { startServer, startWorker } from './server.js';
+import { serve } from './cluster.js';
+import { startWorker } from './server.js';
 import { isUuid } from './uuid.js';
 import { version } from './version.js';
 import { clientNameProblem } from './clients/schema.js';
@@ -29,8 +30,13 @@ const program = new Command('tributary')
 program
   .command('serve')
   .description('start the production and UAT APIs')
-  .action(async () => {
-    await startServer();
+  .option('--workers <n>', 'API processes sharing the ports (default: WEB_CONCURRENCY, or 1)', (value) => {
+    if (!/^\d+$/.test(value) || Number(value) < 1) throw new InvalidArgumentError('must be a whole number of at least 1');
+    return Number(value);
+  })
+  .action(async ({ workers }: { workers?: number }) => {
+    const config = loadConfig();
+    await serve(config, workers ?? config.apiProcesses);
   });
 
 program

@@ -4,6 +4,8 @@ export interface Config {
   host: string;
   port: number;
   uatPort: number;
+  /** API processes `tributary serve` runs on its ports (node:cluster); more than one needs PostgreSQL. */
+  apiProcesses: number;
   /** PostgreSQL connection string; when absent the embedded PGlite store in `dataDir` is used. */
   databaseUrl: string | undefined;
   /** Connections each process keeps open to PostgreSQL. */
@@ -60,6 +62,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     host,
     port,
     uatPort: integer(env, 'UAT_PORT', 8081, { max: 65535 }),
+    apiProcesses: integer(env, 'WEB_CONCURRENCY', 1, { min: 1, max: 1024 }),
     databaseUrl: env.DATABASE_URL || undefined,
     databasePoolSize,
     databaseQueryTimeoutMs: integer(env, 'DATABASE_QUERY_TIMEOUT_MS', 60_000, { min: 1 }),

@@ -7,7 +7,7 @@ import { migrate } from './db/migrate.js';
 import { createLogger } from './logger.js';
 import { createRateLimits } from './rate-limit/limits.js';
 
-const SHUTDOWN_GRACE_MS = 10_000;
+export const SHUTDOWN_GRACE_MS = 10_000;
 
 /** Runs export jobs only, with no HTTP: for export capacity apart from the API processes. */
 export async function startWorker(config: Config = loadConfig()) {
@@ -27,8 +27,9 @@ export async function startWorker(config: Config = loadConfig()) {
 /**
  * Starts the production API on PORT and the UAT API on UAT_PORT, one process, one database.
  * SIGTERM/SIGINT stop accepting connections, let in-flight requests finish, then close the store.
+ * `ignoreSignals` lists signals that should not start that stop (a cluster worker's SIGINT).
  */
-export async function startServer(config: Config = loadConfig()) {
+export async function startServer(config: Config = loadConfig(), { ignoreSignals = [] }: { ignoreSignals?: 'SIGINT'[] } = {}) {
   const logger = createLogger(config.logLevel);
   const db = await openDatabase(config);
   const { applied } = await migrate(db);
@@ -40,7 +41,7 @@ export async function startServer(config: Config = loadConfig()) {
   const production = await buildApp({ config, db, environment: 'production', logger, onExportCreated: exports.wake, rateLimits });
   const uat = await buildApp({ config, db, environment: 'uat', logger, onExportCreated: exports.wake, rateLimits });
 
-  closeWithGrace({ delay: SHUTDOWN_GRACE_MS }, async ({ signal, err }) => {
+  closeWithGrace({ delay: SHUTDOWN_GRACE_MS, skip: ignoreSignals }, async ({ signal, err }) => {
     if (err) logger.error({ err }, 'shutting down after an error');
     else logger.info({ signal }, 'shutting down');
     await Promise.all([production.close(), uat.close(), exports.stop()]);

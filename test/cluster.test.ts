@@ -1,0 +1,183 @@
+import assert from 'node:assert/strict';
+import { execFile, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import fs from 'node:fs';
+import http from 'node:http';
+import net from 'node:net';
+import { after, before, describe, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { freePort } from '../bench/server.js';
+import { ADMIN_TOKEN, createChildStore, makeOrder, pgliteEnv, tempDir, type ChildStore } from './helpers.js';
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const onPostgres = Boolean(process.env.DATABASE_URL);
+
+/** `tributary serve <args>` from the sources, its JSON log lines collected as they come. */
+function serve(env: NodeJS.ProcessEnv, args: string[] = []) {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'serve', ...args], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const lines: Record<string, unknown>[] = [];
+  let stderr = '';
+  let partial = '';
+  child.stdout!.setEncoding('utf8').on('data', (chunk: string) => {
+    const parts = (partial + chunk).split('\n');
+    partial = parts.pop()!;
+    lines.push(...parts.filter(Boolean).map((line) => JSON.parse(line) as Record<string, unknown>));
+  });
+  child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+  return {
+    child,
+    lines,
+    stderr: () => stderr,
+    /** Resolves with the first log line (from `after` on) whose msg is `msg`. */
+    async logged(msg: string, after = 0): Promise<Record<string, unknown>> {
+      const deadline = Date.now() + 30_000;
+      for (;;) {
+        const line = lines.slice(after).find((entry) => entry.msg === msg);
+        if (line) return line;
+        if (child.exitCode !== null) throw new Error(`serve exited with ${child.exitCode} before logging "${msg}": ${stderr}`);
+        if (Date.now() > deadline) throw new Error(`serve never logged "${msg}"`);
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+    },
+  };
+}
+
+/** The pids of a process's children (Linux). */
+function childPids(pid: number): number[] {
+  const children = fs.readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim();
+  return children ? children.split(' ').map(Number).sort() : [];
+}
+
+/** A request on a connection of its own: each new connection goes to the next API process. */
+function request(port: number, method: string, path: string, headers: Record<string, string> = {}, body?: string) {
+  return new Promise<{ status: number; body: string }>((resolve, reject) => {
+    const req = http.request({ host: '127.0.0.1', port, method, path, headers, agent: false }, (res) => {
+      let text = '';
+      res.setEncoding('utf8').on('data', (chunk: string) => (text += chunk));
+      res.on('end', () => resolve({ status: res.statusCode!, body: text }));
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+test('several API processes need PostgreSQL: the embedded store refuses them before anything starts', async () => {
+  const dataDir = tempDir();
+  try {
+    const { code, stderr } = await new Promise<{ code: number; stderr: string }>((resolve) => {
+      execFile(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'serve', '--workers', '2'], { cwd: ROOT, env: pgliteEnv(dataDir) }, (error, _stdout, stderr) =>
+        resolve({ code: error ? Number(error.code) : 0, stderr }),
+      );
+    });
+    assert.equal(code, 1);
+    assert.match((JSON.parse(stderr) as { error: string }).error, /several API processes need DATABASE_URL/);
+    assert.deepEqual(fs.readdirSync(dataDir), [], 'the embedded store was not even opened');
+  } finally {
+    fs.rmSync(dataDir, { recursive: true, force: true });
+  }
+});
+
+test('--workers takes a whole number of at least 1, WEB_CONCURRENCY likewise', async () => {
+  const run = (args: string[], env: NodeJS.ProcessEnv) =>
+    new Promise<{ code: number; stderr: string }>((resolve) => {
+      execFile(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'serve', ...args], { cwd: ROOT, env }, (error, _stdout, stderr) =>
+        resolve({ code: error ? Number(error.code) : 0, stderr }),
+      );
+    });
+  const env = pgliteEnv(tempDir());
+  for (const workers of ['0', 'two', '1.5']) {
+    const { code, stderr } = await run(['--workers', workers], env);
+    assert.equal(code, 1);
+    assert.match(stderr, /--workers <n>.*must be a whole number of at least 1/);
+  }
+  const { code, stderr } = await run([], { ...env, WEB_CONCURRENCY: '0' });
+  assert.equal(code, 1);
+  assert.equal((JSON.parse(stderr) as { error: string }).error, 'WEB_CONCURRENCY must be a whole number from 1 to 1024, got "0"');
+  fs.rmSync(env.DATA_DIR!, { recursive: true, force: true });
+});
+
+describe('tributary serve --workers 2 (PostgreSQL)', { skip: onPostgres ? false : 'needs DATABASE_URL' }, () => {
+  let store: ChildStore;
+  let server: ReturnType<typeof serve>;
+  let port: number;
+
+  before(async () => {
+    store = await createChildStore();
+    port = await freePort();
+    const env = { ...store.env, PORT: String(port), UAT_PORT: String(await freePort()), ADMIN_TOKEN, LOG_LEVEL: 'info', EXPORTS_DIR: tempDir() };
+    server = serve({ ...env, WEB_CONCURRENCY: '3' }, ['--workers', '2']);
+    await server.logged('all API processes are ready');
+  });
+  after(async () => {
+    if (server.child.exitCode === null) {
+      for (const pid of childPids(server.child.pid!)) process.kill(pid, 'SIGKILL');
+      server.child.kill('SIGKILL');
+    }
+    await store.cleanup();
+  });
+
+  test('the option wins over WEB_CONCURRENCY; connections are shared between the processes, which share the database', async () => {
+    assert.equal(childPids(server.child.pid!).length, 2);
+    const created = await request(port, 'POST', '/admin/v1/clients', { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' }, '{"name":"cluster"}');
+    assert.equal(created.status, 201, created.body);
+    const client = JSON.parse(created.body) as { client_id: string; api_key: string };
+    const headers = { authorization: client.api_key, 'data-client-id': client.client_id, 'content-type': 'application/json' };
+
+    const from = server.lines.length;
+    const answers = await Promise.all(
+      Array.from({ length: 10 }, (_, n) => request(port, 'POST', '/v2/orders', headers, JSON.stringify([makeOrder(`cluster-${n}`)]))),
+    );
+    assert.deepEqual(answers.map((answer) => answer.status), Array(10).fill(200));
+    const servedBy = new Set(server.lines.slice(from).filter((line) => line.route === '/v2/orders').map((line) => line.pid));
+    assert.equal(servedBy.size, 2, 'both API processes answered');
+
+    // Written through both, read through either.
+    for (let n = 0; n < 2; n++) {
+      const listed = await request(port, 'GET', '/v2/orders?start_date=2024-01-01&end_date=2024-12-31', headers);
+      assert.equal(listed.status, 200, listed.body);
+      assert.equal((JSON.parse(listed.body) as { total_count: number }).total_count, 10);
+    }
+  });
+
+  test('an API process that dies is replaced, and the service answers throughout', async () => {
+    const [victim, survivor] = childPids(server.child.pid!);
+    const from = server.lines.length;
+    process.kill(victim!, 'SIGKILL');
+    const replaced = await server.logged('an API process exited: starting another', from);
+    assert.equal(replaced.worker_pid, victim);
+    assert.equal((await request(port, 'GET', '/readyz')).status, 200, 'the survivor answers meanwhile');
+    await server.logged('all API processes are ready', from);
+    const now = childPids(server.child.pid!);
+    assert.equal(now.length, 2);
+    assert.ok(now.includes(survivor!) && !now.includes(victim!));
+  });
+
+  test('SIGTERM to the primary stops every API process gracefully, and the primary exits 0', async () => {
+    const workers = childPids(server.child.pid!);
+    const from = server.lines.length;
+    server.child.kill('SIGTERM');
+    const [code] = (await once(server.child, 'exit')) as [number];
+    assert.equal(code, 0, server.stderr());
+    const stopped = server.lines.slice(from).filter((line) => line.msg === 'shutting down' && line.signal === 'SIGTERM').map((line) => line.pid);
+    assert.deepEqual(new Set(stopped), new Set([server.child.pid, ...workers]));
+    for (const pid of workers) assert.throws(() => process.kill(pid, 0), /ESRCH/, `process ${pid} is gone`);
+  });
+});
+
+test('an API process that cannot start (its port is taken) stops the cluster with exit 1', { skip: onPostgres ? false : 'needs DATABASE_URL' }, async () => {
+  const store = await createChildStore();
+  const taken = net.createServer().listen(0, '127.0.0.1');
+  await once(taken, 'listening');
+  let server: ReturnType<typeof serve> | undefined;
+  try {
+    const port = (taken.address() as net.AddressInfo).port;
+    server = serve({ ...store.env, PORT: String(port), UAT_PORT: String(await freePort()), LOG_LEVEL: 'info' }, ['--workers', '2']);
+    const [code] = (await once(server.child, 'exit')) as [number];
+    assert.equal(code, 1);
+    assert.ok(server.lines.some((line) => line.msg === 'an API process exited before it was ready: stopping'));
+  } finally {
+    if (server?.child.exitCode === null) server.child.kill('SIGKILL');
+    taken.close();
+    await store.cleanup();
+  }
+});
