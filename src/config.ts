@@ -1,3 +1,4 @@
+import net from 'node:net';
 import path from 'node:path';
 
 export interface Config {
@@ -37,8 +38,11 @@ export interface Config {
   exportCreatesPerMinute: number;
   exportReadsPerSecond: number;
   authFailuresPerMinute: number;
-  /** Whether X-Forwarded-For names the client (behind a proxy): the source address of per-address limits. */
-  trustProxy: boolean;
+  /**
+   * Which proxies' X-Forwarded-For entries are believed, for the source address of per-address
+   * limits: none, every one, or those at these addresses or ranges (Fastify's trustProxy).
+   */
+  trustProxy: boolean | string[];
   /** Time a request has to arrive whole, headers and body; slower ones are cut off with a 408. */
   requestTimeoutMs: number;
   /** Event-loop delay past which requests are refused with 503 until it recovers (0: never). */
@@ -81,7 +85,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     exportCreatesPerMinute: integer(env, 'EXPORT_CREATES_PER_MINUTE', 60),
     exportReadsPerSecond: integer(env, 'EXPORT_READS_PER_SECOND', 100),
     authFailuresPerMinute: integer(env, 'AUTH_FAILURES_PER_MINUTE', 30),
-    trustProxy: flag(env, 'TRUST_PROXY'),
+    trustProxy: trustedProxies(env),
     requestTimeoutMs: integer(env, 'REQUEST_TIMEOUT_MS', 60_000, { min: 1 }),
     overloadEventLoopDelayMs: integer(env, 'OVERLOAD_EVENT_LOOP_DELAY_MS', 1_000),
     corsOrigins: (env.CORS_ORIGINS ?? '').split(',').map((origin) => origin.trim()).filter(Boolean),
@@ -96,11 +100,12 @@ function secret(env: NodeJS.ProcessEnv, name: string, minLength: number): string
   return value;
 }
 
-function flag(env: NodeJS.ProcessEnv, name: string): boolean {
-  const raw = env[name];
-  if (raw === undefined || raw === '' || raw === 'false') return false;
-  if (raw === 'true') return true;
-  throw new ConfigError(`${name} must be true or false, got "${raw}"`);
+function trustedProxies(env: NodeJS.ProcessEnv): Config['trustProxy'] {
+  const raw = env.TRUST_PROXY ?? '';
+  if (['', 'true', 'false'].includes(raw)) return raw === 'true';
+  const addresses = raw.split(',').map((address) => address.trim());
+  if (addresses.every((address) => net.isIP(address.replace(/\/\d{1,3}$/, '')) !== 0)) return addresses;
+  throw new ConfigError(`TRUST_PROXY must be true, false, or the proxies' addresses (CIDR ranges allowed), got "${raw}"`);
 }
 
 function integer(

@@ -105,12 +105,21 @@ for (const [name, value] of <[string, string][]>[
   ['ADMIN_TOKEN', 'short-secret'],
   ['EXPORT_SIGNING_SECRET', 'a-key-of-31-characters-is-short'],
   ['TRUST_PROXY', 'yes'],
+  ['TRUST_PROXY', '10.0.0.1,proxy.internal'],
+  ['TRUST_PROXY', '1'], // a hop count: Fastify would trust no proxy
   ['EXPORT_CONCURRENCY', '10'], // not below the default pool of 10 connections
 ]) {
   test(`${name}=${value} is refused with a message naming it`, () => {
     assert.throws(() => loadConfig({ [name]: value }), (error: Error) => error instanceof ConfigError && error.message.includes(name));
   });
 }
+
+test('TRUST_PROXY: off, every proxy, or the proxies at these addresses', () => {
+  assert.equal(loadConfig({}).trustProxy, false);
+  assert.equal(loadConfig({ TRUST_PROXY: 'false' }).trustProxy, false);
+  assert.equal(loadConfig({ TRUST_PROXY: 'true' }).trustProxy, true);
+  assert.deepEqual(loadConfig({ TRUST_PROXY: '10.0.0.0/8, ::1,192.0.2.7' }).trustProxy, ['10.0.0.0/8', '::1', '192.0.2.7']);
+});
 
 test('the default PUBLIC_URL brackets an IPv6 host', () => {
   assert.equal(loadConfig({ HOST: '::', PORT: '9000' }).publicUrl, 'http://[::]:9000');

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import net from 'node:net';
 import { Writable } from 'node:stream';
 import { after, test } from 'node:test';
+import { Redis } from 'ioredis';
 import type { LightMyRequestResponse } from 'fastify';
 import { buildApp } from '../src/app.js';
 import { loadConfig } from '../src/config.js';
@@ -178,6 +179,46 @@ test('when Redis cannot be reached, requests are served without limits, and the 
       lines.some((line) => line.includes('rate limits are not applied')),
       lines.join('\n'),
     );
+  } finally {
+    await app.close();
+  }
+});
+
+test('when Redis stalls on a live connection, requests are served without limits, and the log says so', { skip: !redisReachable && `no Redis at ${REDIS_URL}` }, async () => {
+  const lines: string[] = [];
+  const app = await processApp({ REDIS_URL }, lines);
+  const admin = new Redis(REDIS_URL);
+  try {
+    const client = await service.createClient();
+    const limited = await createExport(client, app);
+    assert.equal(limited.statusCode, 201);
+    assert.ok(limited.headers['ratelimit-policy'], 'counted in Redis while it answers');
+    // Writes wait until the pause ends, longer than the client waits for an answer.
+    await admin.call('CLIENT', 'PAUSE', '2000', 'WRITE');
+    const unlimited = await createExport(client, app);
+    assert.equal(unlimited.statusCode, 201);
+    assert.equal(unlimited.headers['ratelimit-policy'], undefined);
+    assert.ok(lines.some((line) => line.includes('rate-limit counters could not be updated')), lines.join('\n'));
+  } finally {
+    await admin.call('CLIENT', 'UNPAUSE');
+    admin.disconnect();
+    await app.close();
+  }
+});
+
+test('behind a proxy named in TRUST_PROXY, the address is the one the proxy appended, whatever the caller wrote before it', async () => {
+  const app = await processApp({ TRUST_PROXY: '10.0.0.0/8', AUTH_FAILURES_PER_MINUTE: '2' });
+  try {
+    const attempt = (forwardedFor: string) =>
+      app.inject({
+        method: 'GET',
+        url: '/v1/exports/attribution-models',
+        headers: { authorization: 'trb_wrong', 'data-client-id': '00000000-0000-4000-8000-000000000000', 'x-forwarded-for': forwardedFor },
+        remoteAddress: '10.0.0.2',
+      });
+    for (let i = 0; i < 2; i++) assertErrorEnvelope(await attempt(`192.0.2.${i}, 198.51.100.20`), 401);
+    assertTooMany(await attempt('192.0.2.99, 198.51.100.20'));
+    assertErrorEnvelope(await attempt('192.0.2.99, 198.51.100.21'), 401);
   } finally {
     await app.close();
   }
