@@ -49,13 +49,20 @@ export function createRateLimits(config: RateLimitConfig, logger?: Logger) {
   const store: CounterStore = config.redisUrl ? redisStore(config.redisUrl, logger) : memoryStore();
   const limits = policies(config);
 
+  let failureLoggedAt = -Infinity;
   async function consume(policy: Policy, subject: string, cost: number, peek = false): Promise<Decision | undefined> {
     const now = Date.now();
     try {
       const consumed = await store.consume(`${policy.name}:${subject}`, cost, policy.limit, policy.windowSeconds * 1000, now, peek);
       return decide(policy, consumed, cost, now);
-    } catch {
-      return undefined; // the store is unreachable: served unlimited (redis.ts logs it)
+    } catch (error) {
+      // Served unlimited. A lost connection is also logged as it goes and comes back (redis.ts);
+      // a command refused or unanswered on a live one only here, at most once a minute.
+      if (now - failureLoggedAt >= 60_000) {
+        failureLoggedAt = now;
+        logger?.warn({ err: { message: (error as Error).message } }, 'rate-limit counters could not be updated: requests are served without limits meanwhile');
+      }
+      return undefined;
     }
   }
 
