@@ -135,7 +135,7 @@ export function createOrderRepository(db: Database) {
                              (SELECT jsonb_agg(jsonb_build_object('type', a.alias_type, 'id', a.alias_id)
                                                ORDER BY a.created_at, a.alias_type, a.alias_id)
                                 FROM order_aliases a
-                               WHERE a.client_id = o.client_id AND a.environment = o.environment AND a.order_id = o.order_id),
+                               WHERE a.client_id = $1 AND a.environment = $2 AND a.order_id = o.order_id),
                              '[]'::jsonb),
                            'created_at', utc_iso(o.created_at),
                            'updated_at', utc_iso(o.updated_at)))::text, ',' ORDER BY o.time_of_purchase, o.order_id)
