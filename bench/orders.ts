@@ -1,6 +1,7 @@
 /**
  * Order ingestion over HTTP: batches of 1,000 realistic orders from several connections for a
- * fixed time, first new orders, then the same orders again (updates), on each store. Then the
+ * fixed time, first new orders, then the same orders again (updates), on each store, and on
+ * PostgreSQL once more with two API processes (`WEB_CONCURRENCY=2`). Then the
  * ceilings, on the same store with the server stopped: (1) the same batches through the data
  * layer directly (no HTTP, no validation), (2) the same orders loaded by the database itself
  * with COPY into a table of the orders' shape (no aliases). Also validation alone (JSON parsing
@@ -8,6 +9,7 @@
  *
  *   npm run bench:orders                      # both stores; PostgreSQL from DATABASE_URL
  *   BENCH_SECONDS=30 BENCH_CONNECTIONS=8 npm run bench:orders
+ *   BENCH_RUNS=3 npm run bench:orders         # three runs, and the median of each figure
  */
 import { PGlite } from '@electric-sql/pglite';
 import pg from 'pg';
@@ -18,46 +20,11 @@ import { createValidatorCompiler } from '../src/http/validation.js';
 import { createOrderRepository } from '../src/orders/repository.js';
 import { aliasesOf } from '../src/orders/routes.js';
 import { OrderBatch, type Order } from '../src/orders/schema.js';
-import { generateOrders } from './generate.js';
+import { BATCH_SIZE, CONNECTIONS, batchesWithIds, orderPoster, ordersPerSecond, runPhase, templates, type PhaseResult } from './load.js';
 import { benchEachStore, startServer, type Store } from './server.js';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 15);
-const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 4);
-const BATCH_SIZE = 1000;
-const TEMPLATES = 8;
-
-// Distinct batches whose order ids carry a placeholder, so that each batch sent can get new ids
-// by a string replacement instead of being generated and encoded during the measurement.
-const templates = Array.from({ length: TEMPLATES }, (_, t) => JSON.stringify(generateOrders(42 + t, `__RUN__-${t}`, BATCH_SIZE)));
-const batchesWithIds = (prefix: string) => (sequence: number) => templates[sequence % TEMPLATES]!.replaceAll('__RUN__', `${prefix}${sequence}`);
 const batchBody = batchesWithIds('r');
-
-interface PhaseResult {
-  batches: number;
-  seconds: number;
-  bytes: number;
-  latencies: number[];
-}
-
-/** Sends batches with `send` from CONNECTIONS concurrent callers for SECONDS. */
-async function runPhase(send: (body: string) => Promise<void>, bodyFor: (sequence: number) => string): Promise<PhaseResult> {
-  let next = 0;
-  let bytes = 0;
-  const latencies: number[] = [];
-  const started = performance.now();
-  const deadline = started + SECONDS * 1000;
-  const connection = async () => {
-    while (performance.now() < deadline) {
-      const body = bodyFor(next++);
-      const sent = performance.now();
-      await send(body);
-      latencies.push(performance.now() - sent);
-      bytes += Buffer.byteLength(body);
-    }
-  };
-  await Promise.all(Array.from({ length: CONNECTIONS }, connection));
-  return { batches: latencies.length, seconds: (performance.now() - started) / 1000, bytes, latencies };
-}
 
 /** The orders of a batch as COPY rows (CSV) of the orders table, ids still carrying __RUN__. */
 function copyRows(batchJson: string, clientId: string): string {
@@ -132,26 +99,28 @@ function row(store: string, phase: string, result: PhaseResult, rss: number | un
   ];
 }
 
+/** Inserts, then the same orders again (updates), over HTTP to a server of `processes` API processes. */
+async function httpPhases(store: Store, processes: number) {
+  const server = await startServer(store, processes > 1 ? { WEB_CONCURRENCY: String(processes) } : {});
+  try {
+    const post = orderPoster(server);
+    const prefix = `h${processes}-`;
+    const inserts = await runPhase(post, batchesWithIds(prefix), SECONDS);
+    // The same orders again: every row exists, so each is an update.
+    const updates = await runPhase(post, (sequence) => batchesWithIds(prefix)(sequence % inserts.batches), SECONDS);
+    return { server, inserts, updates, rss: server.peakRssMb() };
+  } finally {
+    await server.stop();
+  }
+}
+
 async function benchStore(store: Store): Promise<string[][]> {
   try {
-    const server = await startServer(store);
-    const clientId = server.headers['data-client-id']!;
-    let http: [PhaseResult, PhaseResult];
-    let rss: number | undefined;
-    try {
-      const post = async (body: string) => {
-        const response = await fetch(`${server.url}/v2/orders`, { method: 'POST', headers: server.headers, body });
-        const text = await response.text();
-        if (response.status !== 200) throw new Error(`batch failed with ${response.status}: ${text.slice(0, 500)}`);
-      };
-      const inserts = await runPhase(post, batchBody);
-      // The same orders again: every row exists, so each is an update.
-      http = [inserts, await runPhase(post, (sequence) => batchBody(sequence % inserts.batches))];
-      rss = server.peakRssMb();
-    } finally {
-      await server.stop();
-    }
-    console.log(`${store.name}: started in ${server.startupMs} ms (to /readyz)`);
+    const single = await httpPhases(store, 1);
+    const clientId = single.server.headers['data-client-id']!;
+    console.log(`${store.name}: started in ${single.server.startupMs} ms (to /readyz)`);
+    // Several API processes share one database, which the embedded store cannot.
+    const two = store.name === 'postgres' ? await httpPhases(store, 2) : undefined;
 
     // Ceiling 1: the data layer, on new order ids.
     const db = await openDatabase({ databaseUrl: store.env.DATABASE_URL || undefined, dataDir: store.env.DATA_DIR ?? '', databasePoolSize: CONNECTIONS });
@@ -160,24 +129,21 @@ async function benchStore(store: Store): Promise<string[][]> {
     const direct = await runPhase(
       async (body) => void (await orders.upsert(tenant, body, aliasesOf(JSON.parse(body) as Order[]))),
       batchesWithIds('d'),
+      SECONDS,
     );
     await db.close();
 
     // Ceiling 2: COPY of the same orders.
-    const csvTemplates = templates.map((template) => copyRows(template, clientId));
     const copy = await copySender(store);
-    const copied = await runPhase(copy.send, (sequence) => csvTemplates[sequence % TEMPLATES]!.replaceAll('__RUN__', `c${sequence}`));
+    const copied = await runPhase(copy.send, batchesWithIds('c', templates.map((template) => copyRows(template, clientId))), SECONDS);
     await copy.close();
 
-    const ordersPerSecond = (result: PhaseResult) => (result.batches * BATCH_SIZE) / result.seconds;
-    const [inserts] = http;
-    console.log(
-      `${store.name}: HTTP inserts are ${Math.round((100 * ordersPerSecond(inserts)) / ordersPerSecond(direct))}% of the data layer ` +
-        `and ${Math.round((100 * ordersPerSecond(inserts)) / ordersPerSecond(copied))}% of COPY`,
-    );
+    const share = (ceiling: PhaseResult) => Math.round((100 * ordersPerSecond(single.inserts)) / ordersPerSecond(ceiling));
+    console.log(`${store.name}: HTTP inserts are ${share(direct)}% of the data layer and ${share(copied)}% of COPY`);
     return [
-      row(store.name, 'HTTP insert', http[0], rss),
-      row(store.name, 'HTTP update', http[1], rss),
+      row(store.name, 'HTTP insert', single.inserts, single.rss),
+      row(store.name, 'HTTP update', single.updates, single.rss),
+      ...(two ? [row(store.name, 'HTTP insert, 2 processes', two.inserts, two.rss), row(store.name, 'HTTP update, 2 processes', two.updates, two.rss)] : []),
       row(store.name, 'data layer insert', direct, undefined),
       row(store.name, 'COPY (no aliases)', copied, undefined),
     ];

@@ -5,6 +5,7 @@ import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import readline from 'node:readline';
 import pg from 'pg';
 
 const ADMIN_TOKEN = 'bench-admin-token';
@@ -46,21 +47,50 @@ async function postgresStore(serverUrl: string): Promise<Store> {
 
 const POSTGRES_URL = process.env.DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/test';
 
+const RUNS = Number(process.env.BENCH_RUNS ?? 1);
+
 /**
  * Runs a benchmark on a new database of the PostgreSQL server of DATABASE_URL (default: the
- * local one; skipped, saying why, when it fails there) and on a new embedded store, then prints
- * the rows it measured on both as one table under `header`.
+ * local one; skipped, saying why, when it fails there) and on a new embedded store, BENCH_RUNS
+ * times (default 1), then prints the rows it measured as one table under `header`: each run's,
+ * and with several runs the median of every figure.
  */
 export async function benchEachStore(header: string[], bench: (store: Store) => Promise<string[][]>): Promise<void> {
-  const rows: string[][] = [];
-  try {
-    rows.push(...(await bench(await postgresStore(POSTGRES_URL))));
-  } catch (error) {
-    console.log(`PostgreSQL skipped: ${(error as Error).message}`);
+  const runs: string[][][] = [];
+  for (let run = 1; run <= RUNS; run++) {
+    const rows: string[][] = [];
+    try {
+      rows.push(...(await bench(await postgresStore(POSTGRES_URL))));
+    } catch (error) {
+      console.log(`PostgreSQL skipped: ${(error as Error).message}`);
+    }
+    rows.push(...(await bench(pgliteStore())));
+    runs.push(rows);
+    if (RUNS > 1) console.log(`\nrun ${run} of ${RUNS}`);
+    printTable(header, rows);
   }
-  rows.push(...(await bench(pgliteStore())));
+  if (RUNS > 1) {
+    console.log(`\nmedians of ${RUNS} runs`);
+    printTable(header, runs[0]!.map((row, r) => row.map((cell, c) => medianCell(runs.map((rows) => rows[r]?.[c] ?? cell)))));
+  }
+}
+
+function printTable(header: string[], rows: string[][]) {
   const widths = header.map((_, i) => Math.max(header[i]!.length, ...rows.map((row) => row[i]!.length)));
   for (const line of [header, ...rows]) console.log(line.map((cell, i) => cell.padStart(widths[i]!)).join('  '));
+}
+
+/** The median of one cell over the runs, written as the first run wrote it; a label stays as it is. */
+function medianCell(cells: string[]): string {
+  if (!cells.every((cell) => /^-?[\d,]+(\.\d+)?$/.test(cell))) return cells[0]!;
+  const values = cells.map((cell) => Number(cell.replaceAll(',', '')));
+  values.sort((a, b) => a - b);
+  const middle = values.length / 2;
+  const median = values.length % 2 ? values[Math.floor(middle)]! : (values[middle - 1]! + values[middle]!) / 2;
+  const digits = cells[0]!.split('.')[1]?.length ?? 0;
+  return cells[0]!.includes(',')
+    ? median.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits })
+    : median.toFixed(digits);
 }
 
 export function freePort(): Promise<number> {
@@ -80,8 +110,10 @@ export interface RunningServer {
   headers: Record<string, string>;
   /** Milliseconds from starting the process to its first 200 from /readyz. */
   startupMs: number;
-  /** Peak resident memory of the server process so far, in MB (Linux). */
+  /** Peak resident memory of the server so far, in MB: its process's, plus its cluster workers' (Linux). */
   peakRssMb(): number | undefined;
+  /** Resident memory of the server now, in MB, counted the same way. */
+  rssMb(): number | undefined;
   stop(): Promise<void>;
 }
 
@@ -89,8 +121,16 @@ export async function startServer(store: Store, extraEnv: NodeJS.ProcessEnv = {}
   const [port, uatPort] = [await freePort(), await freePort()];
   const child = spawn(process.execPath, [CLI, 'serve'], {
     // Throughput is measured, not the per-key write budget an operator would raise for a backfill.
-    env: { ...process.env, ORDER_WRITE_BYTES_PER_MINUTE: '0', ...store.env, ...extraEnv, PORT: String(port), UAT_PORT: String(uatPort), ADMIN_TOKEN, LOG_LEVEL: 'warn' },
-    stdio: ['ignore', 'inherit', 'inherit'],
+    env: { ...process.env, ORDER_WRITE_BYTES_PER_MINUTE: '0', ...store.env, ...extraEnv, PORT: String(port), UAT_PORT: String(uatPort), ADMIN_TOKEN, LOG_LEVEL: 'info' },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  // Warnings and errors are shown; the readiness of every API process is watched for.
+  const readyMessage = Number(extraEnv.WEB_CONCURRENCY ?? 1) > 1 ? 'all API processes are ready' : 'tributary is ready';
+  let allReady = false;
+  readline.createInterface({ input: child.stdout! }).on('line', (line) => {
+    const entry = JSON.parse(line) as { level: number; msg: string };
+    if (entry.level >= 40) console.error(line);
+    if (entry.msg === readyMessage) allReady = true;
   });
   const url = `http://127.0.0.1:${port}`;
   const started = Date.now();
@@ -103,6 +143,10 @@ export async function startServer(store: Store, extraEnv: NodeJS.ProcessEnv = {}
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
   const startupMs = Date.now() - started;
+  while (!allReady) {
+    if (child.exitCode !== null) throw new Error(`server exited with ${child.exitCode}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
   const created = await fetch(`${url}/admin/v1/clients`, {
     method: 'POST',
     headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
@@ -114,14 +158,23 @@ export async function startServer(store: Store, extraEnv: NodeJS.ProcessEnv = {}
     process: child,
     startupMs,
     headers: { authorization: client.api_key, 'data-client-id': client.client_id, 'content-type': 'application/json' },
-    peakRssMb() {
-      const status = fs.readFileSync(`/proc/${child.pid}/status`, 'utf8').match(/VmHWM:\s+(\d+) kB/);
-      return status ? Math.round(Number(status[1]) / 1024) : undefined;
-    },
+    peakRssMb: () => memoryMb(child.pid!, 'VmHWM'),
+    rssMb: () => memoryMb(child.pid!, 'VmRSS'),
     stop: () =>
       new Promise((resolve) => {
         child.once('exit', () => resolve());
         child.kill('SIGTERM');
       }),
   };
+}
+
+/** A /proc/<pid>/status memory figure of a process and its children (cluster workers), in MB. */
+function memoryMb(pid: number, field: 'VmHWM' | 'VmRSS'): number | undefined {
+  try {
+    const children = fs.readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').split(' ').filter(Boolean).map(Number);
+    const kilobytes = [pid, ...children].map((each) => Number(new RegExp(`${field}:\\s+(\\d+) kB`).exec(fs.readFileSync(`/proc/${each}/status`, 'utf8'))?.[1]));
+    return kilobytes.some(Number.isNaN) ? undefined : Math.round(kilobytes.reduce((sum, kb) => sum + kb, 0) / 1024);
+  } catch {
+    return undefined; // not Linux, or the process is gone
+  }
 }

@@ -90,25 +90,24 @@ const DEEP_PAGE =
   `&hour_start_iso_end=${day(middleDay + 14 * DAY_MS)}T23:00:00Z&page=${(30 * 24 * PER_HOUR) / 1000}&page_size=1000`;
 if (RECORDS < 30 * 24 * PER_HOUR) throw new Error(`BENCH_SPEND_RECORDS must be at least ${30 * 24 * PER_HOUR} (30 days)`);
 
-async function queryRows(server: RunningServer, label: string): Promise<string[]> {
+async function queryLatencies(server: RunningServer): Promise<string[]> {
   const [dayP50, dayP99] = await latencies(server, ONE_DAY, 1000);
   const [deepP50, deepP99] = await latencies(server, DEEP_PAGE, 1000);
-  return [label, dayP50.toFixed(1), dayP99.toFixed(1), deepP50.toFixed(1), deepP99.toFixed(1)];
+  return [dayP50.toFixed(1), dayP99.toFixed(1), deepP50.toFixed(1), deepP99.toFixed(1)];
 }
 
 async function benchStore(store: Store): Promise<string[][]> {
   const server = await startServer(store);
   try {
-    const rate = await load(server);
-    console.log(`${store.name}: loaded ${RECORDS.toLocaleString('en-US')} records at ${Math.round(rate).toLocaleString('en-US')} records/s`);
-    const rows = [await queryRows(server, `${store.name}, just loaded`)];
+    const rate = Math.round(await load(server)).toLocaleString('en-US');
+    const rows = [[`${store.name}, just loaded`, rate, ...(await queryLatencies(server))]];
     if (store.name === 'postgres') {
       // What autovacuum does to a long-lived table, done now: statistics and the visibility map.
       const client = new pg.Client({ connectionString: store.env.DATABASE_URL });
       await client.connect();
       await client.query('VACUUM ANALYZE spend_hourly');
       await client.end();
-      rows.push(await queryRows(server, `${store.name}, vacuumed`));
+      rows.push([`${store.name}, vacuumed`, '', ...(await queryLatencies(server))]);
     }
     return rows.map((row) => [...row, String(server.peakRssMb() ?? '?')]);
   } finally {
@@ -117,6 +116,6 @@ async function benchStore(store: Store): Promise<string[][]> {
   }
 }
 
-const header = ['store', 'day p50 ms', 'day p99 ms', 'deep page p50 ms', 'deep page p99 ms', 'peak RSS MB'];
-console.log(`hourly spend list latency, ${RECORDS.toLocaleString('en-US')} records of one client, ${QUERIES} queries each`);
+const header = ['store', 'load records/s', 'day p50 ms', 'day p99 ms', 'deep page p50 ms', 'deep page p99 ms', 'peak RSS MB'];
+console.log(`hourly spend: ${RECORDS.toLocaleString('en-US')} records of one client loaded in batches of 1,000 from ${CONNECTIONS} connections, then ${QUERIES} list queries of each kind`);
 await benchEachStore(header, benchStore);

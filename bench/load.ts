@@ -1,0 +1,53 @@
+/** The order load both the order benchmark and the soak run send: batches, senders, timing. */
+import { generateOrders } from './generate.js';
+import type { RunningServer } from './server.js';
+
+export const BATCH_SIZE = 1000;
+export const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 4);
+const TEMPLATES = 8;
+
+// Distinct batches whose order ids carry a placeholder, so that each batch sent can get new ids
+// by a string replacement instead of being generated and encoded during the measurement.
+export const templates = Array.from({ length: TEMPLATES }, (_, t) => JSON.stringify(generateOrders(42 + t, `__RUN__-${t}`, BATCH_SIZE)));
+
+/** Batch `sequence` with ids of its own, under `prefix`; for the templates of other shapes too. */
+export const batchesWithIds =
+  (prefix: string, from: readonly string[] = templates) =>
+  (sequence: number) =>
+    from[sequence % from.length]!.replaceAll('__RUN__', `${prefix}${sequence}`);
+
+export interface PhaseResult {
+  batches: number;
+  seconds: number;
+  bytes: number;
+  latencies: number[];
+}
+
+/** Sends batches with `send` from CONNECTIONS concurrent callers for `seconds`. */
+export async function runPhase(send: (body: string) => Promise<void>, bodyFor: (sequence: number) => string, seconds: number): Promise<PhaseResult> {
+  let next = 0;
+  let bytes = 0;
+  const latencies: number[] = [];
+  const started = performance.now();
+  const deadline = started + seconds * 1000;
+  const connection = async () => {
+    while (performance.now() < deadline) {
+      const body = bodyFor(next++);
+      const sent = performance.now();
+      await send(body);
+      latencies.push(performance.now() - sent);
+      bytes += Buffer.byteLength(body);
+    }
+  };
+  await Promise.all(Array.from({ length: CONNECTIONS }, connection));
+  return { batches: latencies.length, seconds: (performance.now() - started) / 1000, bytes, latencies };
+}
+
+/** POST /v2/orders to `server`, failing on anything but a 200. */
+export const orderPoster = (server: RunningServer) => async (body: string) => {
+  const response = await fetch(`${server.url}/v2/orders`, { method: 'POST', headers: server.headers, body });
+  const text = await response.text();
+  if (response.status !== 200) throw new Error(`batch failed with ${response.status}: ${text.slice(0, 500)}`);
+};
+
+export const ordersPerSecond = (result: PhaseResult) => (result.batches * BATCH_SIZE) / result.seconds;
