@@ -32,6 +32,14 @@ const ALIAS_RECORDS = `jsonb_to_recordset($3::jsonb) AS a(order_id text, type te
 const aliasRecords = (aliases: readonly AliasToAttach[]) =>
   JSON.stringify(aliases.map(({ order_id, type, id }, n) => ({ order_id, type, id, n })));
 
+/**
+ * Ends a LATERAL subquery that looks up one key per request row, so that it stays an index lookup
+ * per row: as a plain join, a table without statistics (a new one; the embedded store never
+ * gathers them) may be planned as a hash of all of the client's rows, 120 ms a batch at 300,000
+ * aliases against 1.3 ms.
+ */
+const KEY_LOOKUP = 'OFFSET 0';
+
 export type OrderRepository = ReturnType<typeof createOrderRepository>;
 
 export function createOrderRepository(db: Database) {
@@ -48,12 +56,16 @@ export function createOrderRepository(db: Database) {
        RETURNING 1`,
       params,
     );
+    // Every alias added: none can be another order's.
+    if (added.length === aliases.length) return added.length;
     // A separate statement, so that it also sees aliases committed by others while it waited.
+    // One key lookup per alias: see KEY_LOOKUP.
     const conflicts = await tx.query<{ index: number; attached_to: string }>(
       `SELECT a.n AS index, x.order_id AS attached_to
          FROM ${ALIAS_RECORDS}
-         JOIN order_aliases x
-           ON x.client_id = $1 AND x.environment = $2 AND x.alias_type = a.type AND x.alias_id = a.id
+         CROSS JOIN LATERAL (SELECT order_id FROM order_aliases
+                              WHERE client_id = $1 AND environment = $2 AND alias_type = a.type AND alias_id = a.id
+                              ${KEY_LOOKUP}) x
         WHERE x.order_id <> a.order_id
         ORDER BY a.n`,
       params,
@@ -108,8 +120,10 @@ export function createOrderRepository(db: Database) {
         const missing = await tx.query<{ order_id: string; index: number }>(
           `SELECT DISTINCT ON (a.order_id) a.order_id, a.n AS index
              FROM ${ALIAS_RECORDS}
-            WHERE NOT EXISTS (SELECT 1 FROM orders o
-                               WHERE o.client_id = $1 AND o.environment = $2 AND o.order_id = a.order_id)
+             LEFT JOIN LATERAL (SELECT 1 AS found FROM orders o
+                                 WHERE o.client_id = $1 AND o.environment = $2 AND o.order_id = a.order_id
+                                 ${KEY_LOOKUP}) o ON true
+            WHERE o.found IS NULL
             ORDER BY a.order_id, a.n`,
           [tenant.clientId, tenant.environment, aliasRecords(aliases)],
         );
