@@ -10,18 +10,25 @@ const DATE = /^(\d{4})-(\d{2})-(\d{2})$/;
  * ISO-8601 date-time with a time zone: `Z` or an offset written with or without a colon
  * (`-08:00`, `-0800`), optional fractional seconds.
  */
-const DATE_TIME = /^(\d{4}-\d{2}-\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?(?:[Zz]|[+-](\d{2}):?(\d{2}))$/;
+const DATE_TIME = /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?(?:[Zz]|([+-])(\d{2}):?(\d{2}))$/;
+
+const isLeapYear = (year: number) => year % 4 === 0 && (year % 100 !== 0 || year % 400 === 0);
+const DAYS_IN_MONTH = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
+
+function isCalendarDay(year: number, month: number, day: number): boolean {
+  if (year < 1 || month < 1 || month > 12 || day < 1) return false;
+  return day <= (month === 2 && isLeapYear(year) ? 29 : DAYS_IN_MONTH[month - 1]!);
+}
 
 export function isDate(value: string): boolean {
   const match = DATE.exec(value);
-  if (!match) return false;
-  const [year, month, day] = match.slice(1).map(Number) as [number, number, number];
-  const daysInMonth = new Date(Date.UTC(year, month, 0)).getUTCDate();
-  return year >= 1 && month >= 1 && month <= 12 && day >= 1 && day <= daysInMonth;
+  return match !== null && isCalendarDay(Number(match[1]), Number(match[2]), Number(match[3]));
 }
 
-const FIRST_INSTANT = Date.parse('0001-01-01T00:00:00Z');
-const END_INSTANT = Date.parse('9999-12-31T23:59:59.999Z') + 1;
+// Date.UTC reads years 0 to 99 as 1900 to 1999; 400 Gregorian years later the calendar repeats.
+const FOUR_CENTURIES_MS = 146_097 * 86_400_000;
+const FIRST_INSTANT = Date.UTC(401, 0, 1) - FOUR_CENTURIES_MS;
+const END_INSTANT = Date.UTC(10_000, 0, 1);
 
 /** The fraction of a second in microseconds, rounded as PostgreSQL stores it (1,000,000 carries a second). */
 function roundedMicros(fraction = ''): number {
@@ -29,31 +36,53 @@ function roundedMicros(fraction = ''): number {
   return Number(digits.slice(0, 6)) + (digits[6]! >= '5' ? 1 : 0);
 }
 
+interface ParsedDateTime {
+  /** Milliseconds since the epoch (fractions past the millisecond dropped). */
+  instant: number;
+  fraction: string;
+}
+
+/** A date-time of the accepted form, with real fields; whether it can be stored is not checked. */
+function parseDateTime(value: string): ParsedDateTime | undefined {
+  const match = DATE_TIME.exec(value);
+  if (!match) return undefined;
+  const [year, month, day, hour, minute, second] = [1, 2, 3, 4, 5, 6].map((group) => Number(match[group])) as [
+    number, number, number, number, number, number,
+  ];
+  const [offsetHours, offsetMinutes] = [Number(match[9] ?? 0), Number(match[10] ?? 0)];
+  if (!isCalendarDay(year, month, day) || hour > 23 || minute > 59 || second > 59 || offsetHours > 15 || offsetMinutes > 59) return undefined;
+  const fraction = match[7] ?? '';
+  const local = Date.UTC(year + 400, month - 1, day, hour, minute, second, Number(fraction.slice(0, 3).padEnd(3, '0'))) - FOUR_CENTURIES_MS;
+  const offsetMs = (match[8] === '-' ? -1 : 1) * (offsetHours * 60 + offsetMinutes) * 60_000;
+  return { instant: local - offsetMs, fraction };
+}
+
+/** The instant of a date-time that is in UTC within years 1 to 9999 once stored, or undefined. */
+function storableInstant(value: string): ParsedDateTime | undefined {
+  const parsed = parseDateTime(value);
+  if (!parsed) return undefined;
+  // A fraction finer than a microsecond is rounded to the microsecond, which may carry it into the next second.
+  const storedSecond = Math.floor(parsed.instant / 1000) * 1000 + (roundedMicros(parsed.fraction) === 1_000_000 ? 1000 : 0);
+  return parsed.instant >= FIRST_INSTANT && storedSecond < END_INSTANT ? parsed : undefined;
+}
+
 /**
  * Also in UTC within years 1 to 9999, as stored: a fraction finer than a microsecond is rounded
  * to the microsecond, which may carry it into the next second.
  */
 export function isDateTime(value: string): boolean {
-  const match = DATE_TIME.exec(value);
-  if (!match || !isDate(match[1]!)) return false;
-  const [hour, minute, second, offsetHours, offsetMinutes] = [2, 3, 4, 6, 7].map((group) => Number(match[group] ?? 0)) as [
-    number, number, number, number, number,
-  ];
-  if (hour > 23 || minute > 59 || second > 59 || offsetHours > 15 || offsetMinutes > 59) return false;
-  const instant = instantOf(value);
-  const storedSecond = Math.floor(instant / 1000) * 1000 + (roundedMicros(match[5]) === 1_000_000 ? 1000 : 0);
-  return instant >= FIRST_INSTANT && storedSecond < END_INSTANT;
+  return storableInstant(value) !== undefined;
 }
 
 /** Milliseconds since the epoch of a date-time `isDateTime` accepts (fractions past the millisecond dropped). */
 export function instantOf(value: string): number {
-  // Date.parse wants upper case and the offset's colon; the API also takes -0800.
-  return Date.parse(value.toUpperCase().replace(/([+-]\d{2})(\d{2})$/, '$1:$2'));
+  return parseDateTime(value)?.instant ?? NaN;
 }
 
 const HOUR_MS = 3_600_000;
 
 /** A date-time at exactly the start of an hour in UTC (so a half-hour offset such as +05:30 is not). */
 export function isWholeHour(value: string): boolean {
-  return isDateTime(value) && !/\.\d*[1-9]/.test(value) && instantOf(value) % HOUR_MS === 0;
+  const parsed = storableInstant(value);
+  return parsed !== undefined && parsed.instant % HOUR_MS === 0 && !/[1-9]/.test(parsed.fraction);
 }

@@ -20,7 +20,8 @@ function duplicateKeys(collection: SpendCollection, records: readonly SpendInput
   const first = new Map<string, number>();
   const problems: ErrorItem[] = [];
   records.forEach((record, index) => {
-    const key = JSON.stringify([collection.periodValue(String(record[collection.timeField])), ...KEY_FIELDS.map((field) => record[field])]);
+    // NUL cannot occur in a field (the body parser refuses it), so it separates them unambiguously.
+    const key = [collection.periodValue(String(record[collection.timeField])), ...KEY_FIELDS.map((field) => record[field])].join('\u0000');
     const earlier = first.get(key);
     if (earlier === undefined) return void first.set(key, index);
     problems.push({
@@ -60,7 +61,6 @@ export interface SpendRouteOptions {
   spend: SpendRepository;
 }
 
-/** Upsert, list and delete for one spend collection; validation failures are 422. */
 /**
  * Whether the body has a number a binary float may misread against the measure rules: negative
  * (-1e-400 reads as -0), 15 or more integer digits (near the maximum), 13 or more decimals, or
@@ -69,6 +69,7 @@ export interface SpendRouteOptions {
  */
 const mayHideMeasureProblems = (bodyJson: string) => /:\s*(?:-|\d{15}|\d*\.\d{13}|[\d.]+[eE])/.test(bodyJson);
 
+/** Upsert, list and delete for one spend collection; validation failures are 422. */
 export const spendRoutes: FastifyPluginAsyncTypebox<SpendRouteOptions> = async (app, { collection, spend }) => {
   const schemas = spendSchemas(collection);
   const config = { validationStatus: 422 as const };
