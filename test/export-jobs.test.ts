@@ -1,11 +1,14 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
 import { after, test } from 'node:test';
 import type { Tenant } from '../src/auth/tenant.js';
 import { createClientRepository } from '../src/clients/repository.js';
 import { createExportJobs, type ExportJob } from '../src/exports/jobs.js';
+import { createExportProducer, exportDir } from '../src/exports/produce.js';
 import { startExportWorker, type ExportWorkerOptions } from '../src/exports/worker.js';
-import { createTestDatabase } from './helpers.js';
+import { createTestDatabase, tempDir } from './helpers.js';
 
 const store = await createTestDatabase();
 after(() => store.drop());
@@ -166,3 +169,50 @@ test('a worker that lost its lease stops its run and cannot finish the job', asy
   assert.equal((await jobs.find(tenant, id!))?.status, 'SUCCESS');
 });
 
+
+test('an attempt that lost its lease never writes over the files of the attempt that finished', async () => {
+  const tenant = await newTenant();
+  const spendOf = (amount: number) =>
+    store.db.query(
+      `INSERT INTO spend_hourly (client_id, environment, platform_account_id, period, platform_name, campaign_id, adset_id, ad_id,
+                                 campaign_name, adset_name, ad_name, spend, spend_currency, impressions, clicks, created_at, updated_at)
+       VALUES ($1, 'production', '', '2024-03-01T10:00:00Z', 'meta', 'c1', '', '', 'Campaign', '', '', $2, 'USD', 100, 4, now(), now())
+       ON CONFLICT (client_id, environment, platform_account_id, period, platform_name, campaign_id, adset_id, ad_id) DO UPDATE SET spend = $2`,
+      [tenant.clientId, amount],
+    );
+  await spendOf(12.5);
+  const exportsDir = tempDir();
+  try {
+    const produce = createExportProducer({ db: store.db, exportsDir, rowsPerFile: 1000 });
+    const exportId = randomUUID();
+    const request = {
+      level: 'platform',
+      time_granularity: 'DAILY',
+      period_type: 'FIXED',
+      period_options: { period_starting_at: '2024-03-01T00:00:00Z', period_ending_at: '2024-03-02T00:00:00Z' },
+      metrics: [{ id: 'spend' }],
+      export_file_name: 'spend',
+    };
+    await jobs.create(tenant, exportId, request, {});
+    const formerHolder = await jobs.claim(0); // its lease is over at once: it does not know yet
+    const holder = await jobs.claim(30);
+    assert.equal(holder?.export_id, exportId);
+    assert.equal(formerHolder?.export_id, exportId);
+
+    const standing = await produce(holder!, new AbortController().signal);
+    assert.equal(await jobs.finish(holder!, { status: 'SUCCESS', files: standing.files }, standing.publish), true);
+    const published = fs.readFileSync(path.join(exportDir(exportsDir, exportId), 'spend.csv'), 'utf8');
+    assert.match(published, /12\.5/);
+
+    // The former holder computes later, over other data, and tries to finish.
+    await spendOf(99);
+    const late = await produce(formerHolder!, new AbortController().signal);
+    assert.equal(await jobs.finish(formerHolder!, { status: 'SUCCESS', files: late.files }, late.publish), false);
+    await late.discard!();
+
+    assert.equal(fs.readFileSync(path.join(exportDir(exportsDir, exportId), 'spend.csv'), 'utf8'), published);
+    assert.deepEqual(fs.readdirSync(path.join(exportsDir, '.attempts')), [], 'no attempt left behind');
+  } finally {
+    fs.rmSync(exportsDir, { recursive: true, force: true });
+  }
+});

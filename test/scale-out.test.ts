@@ -433,8 +433,9 @@ test(
         [],
         'every export finished SUCCESS at its first attempt',
       );
+      assert.deepEqual(fs.readdirSync(`${exportsDir}/.attempts`), [], 'every attempt published its files, or removed them');
       assert.deepEqual(
-        fs.readdirSync(exportsDir).sort(),
+        fs.readdirSync(exportsDir).filter((name) => name !== '.attempts').sort(),
         [...exportIds].sort(),
         'one directory of files per export, in the shared EXPORTS_DIR',
       );

@@ -27,7 +27,6 @@ const BATCH = 1000;
  * error like any other, never an unheard event. Returns the files' names and the distinct values.
  */
 export async function writeCsv(tx: Queryable, sql: string, params: readonly unknown[], output: CsvOutput, signal: AbortSignal) {
-  await fs.rm(output.dir, { recursive: true, force: true }); // what an earlier attempt left
   await fs.mkdir(output.dir, { recursive: true });
   const files: string[] = [];
   const distinct = new Set<string>();

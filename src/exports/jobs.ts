@@ -87,21 +87,33 @@ export function createExportJobs(db: Database) {
       );
     },
 
-    /** Finishes a job, if its lease is still held: so a job finishes once, by its last claimant. */
-    async finish(job: ExportJob, outcome: { status: 'SUCCESS'; files: string[]; warn?: object } | { status: 'ERROR'; reason: string }) {
-      const rows = await db.query(
-        `UPDATE exports
-            SET status = $5, files = $6, warn = warn || $7::jsonb, finished_at = now(), lease_token = NULL, lease_expires_at = NULL
-          WHERE ${HELD}
-          RETURNING 1`,
-        [
-          ...held(job),
-          outcome.status,
-          outcome.status === 'SUCCESS' ? outcome.files : [],
-          JSON.stringify(outcome.status === 'ERROR' ? { error: outcome.reason } : (outcome.warn ?? {})),
-        ],
-      );
-      return rows.length > 0;
+    /**
+     * Finishes a job, if its lease is still held: so a job finishes once, by its last claimant.
+     * `publish` (putting the files where downloads find them) runs before the commit, under the
+     * row's lock: a former holder finishing at the same moment waits, then finds its lease gone.
+     */
+    finish(
+      job: ExportJob,
+      outcome: { status: 'SUCCESS'; files: string[]; warn?: object } | { status: 'ERROR'; reason: string },
+      publish?: () => Promise<void>,
+    ): Promise<boolean> {
+      return db.transaction(async (tx) => {
+        const rows = await tx.query(
+          `UPDATE exports
+              SET status = $5, files = $6, warn = warn || $7::jsonb, finished_at = now(), lease_token = NULL, lease_expires_at = NULL
+            WHERE ${HELD}
+            RETURNING 1`,
+          [
+            ...held(job),
+            outcome.status,
+            outcome.status === 'SUCCESS' ? outcome.files : [],
+            JSON.stringify(outcome.status === 'ERROR' ? { error: outcome.reason } : (outcome.warn ?? {})),
+          ],
+        );
+        if (rows.length === 0) return false;
+        await publish?.();
+        return true;
+      });
     },
   };
 }

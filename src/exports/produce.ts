@@ -1,3 +1,4 @@
+import fs from 'node:fs/promises';
 import path from 'node:path';
 import type { Database } from '../db/index.js';
 import { METRICS, isOrderMetric } from './catalog.js';
@@ -14,13 +15,35 @@ export interface ProducerOptions {
   rowsPerFile: number;
 }
 
+/** Where downloads find an export's files. */
+export const exportDir = (exportsDir: string, exportId: string) => path.join(exportsDir, exportId);
+
 /**
- * Computes an export and writes its CSV files under `<exportsDir>/<export id>/`. The request was
- * validated, with its defaults filled in, when the export was created; relative periods are
- * counted from that moment.
+ * Computes an export and writes its CSV files in a directory of this attempt's own, which
+ * `publish` moves to `<exportsDir>/<export id>/` once the attempt has won (see ExportJobs.finish):
+ * a worker that lost its lease without knowing it never writes over the files that stand. The
+ * request was validated, with its defaults filled in, when the export was created; relative
+ * periods are counted from that moment.
  */
 export function createExportProducer({ db, exportsDir, rowsPerFile }: ProducerOptions) {
   return async (job: ExportJob, signal: AbortSignal) => {
+    const attemptDir = path.join(exportsDir, '.attempts', `${job.export_id}-${job.lease_token}`);
+    const discard = () => fs.rm(attemptDir, { recursive: true, force: true });
+    try {
+      const { files, warn } = await writeExport(job, attemptDir, signal);
+      const publish = async () => {
+        const dir = exportDir(exportsDir, job.export_id);
+        await fs.rm(dir, { recursive: true, force: true }); // an attempt that published, then lost its commit
+        await fs.rename(attemptDir, dir);
+      };
+      return { files, warn, publish, discard };
+    } catch (error) {
+      await discard();
+      throw error;
+    }
+  };
+
+  async function writeExport(job: ExportJob, dir: string, signal: AbortSignal) {
     const request = job.request as unknown as ExportRequest;
     const [client] = await db.query<{ time_zone: string }>('SELECT time_zone FROM clients WHERE client_id = $1', [job.client_id]);
     const timeZone = client!.time_zone;
@@ -48,7 +71,7 @@ export function createExportProducer({ db, exportsDir, rowsPerFile }: ProducerOp
         sql,
         params,
         {
-          dir: path.join(exportsDir, job.export_id),
+          dir,
           baseName: request.export_file_name ?? `export-${job.created_at.slice(0, 10)}`,
           header: [...dimensions, ...request.metrics.map((metric) => labelOf(metric.id, metric.label))],
           columns: [...dimensions, ...request.metrics.map((metric) => metric.id)],
@@ -63,5 +86,5 @@ export function createExportProducer({ db, exportsDir, rowsPerFile }: ProducerOp
         ? { currencies: `Amounts in ${currencies.sort().join(', ')} are in rows of their own: amounts in different currencies are never added together.` }
         : undefined;
     return { files, warn };
-  };
+  }
 }

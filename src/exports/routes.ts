@@ -11,6 +11,7 @@ import type { ExportJobs } from './jobs.js';
 import type { LinkSigner } from './links.js';
 import { PeriodError, resolvePeriod } from './period.js';
 import { BUCKET_FIELDS, ExportRequest } from './schema.js';
+import { exportDir } from './produce.js';
 import { DIMENSION_COLUMNS } from './rows.js';
 
 const creates = { validationStatus: 422 as const, rateLimit: 'exportCreates' as const };
@@ -192,7 +193,7 @@ export const exportFileRoutes: FastifyPluginAsyncTypebox<{ signer: LinkSigner; e
       const { export_id, file } = request.params;
       const { expires, signature } = request.query;
       if (!signer.verify(export_id, file, expires, signature)) throw new ApiError(403, 'This link is not valid, or has expired');
-      const stream = fs.createReadStream(path.join(exportsDir, export_id, file));
+      const stream = fs.createReadStream(path.join(exportDir(exportsDir, export_id), file));
       await new Promise((resolve, reject) => stream.once('open', resolve).once('error', reject)).catch(() => {
         throw new ApiError(404, 'This export file is gone');
       });

@@ -1,10 +1,18 @@
 import type { Logger } from 'pino';
 import type { ExportJob, ExportJobs } from './jobs.js';
 
+/** What an attempt produced: file names and warnings, and files to publish if it wins, or discard. */
+export interface ExportOutput {
+  files: string[];
+  warn?: object;
+  publish?: () => Promise<void>;
+  discard?: () => Promise<void>;
+}
+
 export interface ExportWorkerOptions {
   jobs: ExportJobs;
-  /** Produces the files of a job (their names, and warnings); throws when it cannot. Stops early when `signal` aborts. */
-  produce: (job: ExportJob, signal: AbortSignal) => Promise<{ files: string[]; warn?: object }>;
+  /** Produces the files of a job; throws when it cannot. Stops early when `signal` aborts. */
+  produce: (job: ExportJob, signal: AbortSignal) => Promise<ExportOutput>;
   /** Jobs run at once by this worker. */
   concurrency: number;
   /** How long a claimed job stays this worker's without a renewal; a dead worker's job waits that long. */
@@ -80,9 +88,12 @@ export function startExportWorker(options: ExportWorkerOptions): ExportWorker {
     }, Math.max(MIN_RENEWAL_MS, (leaseSeconds * 1000) / 3));
     running.add(job.export_id);
     try {
-      const { files, warn } = await produce(job, abort.signal);
-      if (await jobs.finish(job, { status: 'SUCCESS', files, warn })) log?.info('export finished');
-      else log?.warn('export finished after its lease was lost; the result of the lease holder stands');
+      const { files, warn, publish, discard } = await produce(job, abort.signal);
+      if (await jobs.finish(job, { status: 'SUCCESS', files, warn }, publish)) log?.info('export finished');
+      else {
+        await discard?.();
+        log?.warn('export finished after its lease was lost; the result of the lease holder stands');
+      }
     } catch (error) {
       if (stopping.signal.aborted) {
         await jobs.release(job);
