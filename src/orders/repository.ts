@@ -32,46 +32,40 @@ const ALIAS_RECORDS = `jsonb_to_recordset($3::jsonb) AS a(order_id text, type te
 const aliasRecords = (aliases: readonly AliasToAttach[]) =>
   JSON.stringify(aliases.map(({ order_id, type, id }, n) => ({ order_id, type, id, n })));
 
-/**
- * Ends a LATERAL subquery that looks up one key per request row, so that it stays an index lookup
- * per row: as a plain join, a table without statistics (a new one; the embedded store never
- * gathers them) may be planned as a hash of all of the client's rows, 120 ms a batch at 300,000
- * aliases against 1.3 ms.
- */
-const KEY_LOOKUP = 'OFFSET 0';
-
 export type OrderRepository = ReturnType<typeof createOrderRepository>;
 
 export function createOrderRepository(db: Database) {
-  /** Attaches aliases, skipping those already attached to the same order. */
+  /**
+   * Attaches aliases, skipping those already attached to the same order, in one statement: the
+   * conflict on the key finds an alias another request attached, committed or not (it waits for
+   * that request), and returns the alias when it is attached to another order. Such a row is
+   * "updated" to what it holds, only to be returned; the error then rolls the request back.
+   */
   async function attachAliases(tx: Queryable, tenant: Tenant, aliases: readonly AliasToAttach[]): Promise<number> {
-    if (aliases.length === 0) return 0;
-    const params = [tenant.clientId, tenant.environment, aliasRecords(aliases)];
+    const positions = new Map<string, number[]>();
+    aliases.forEach((alias, n) => {
+      const key = `${alias.type}\u0000${alias.id}`;
+      positions.set(key, [...(positions.get(key) ?? []), n]);
+    });
+    // Each alias once: a row may be the target of one conflict per statement.
+    const distinct = [...positions.values()].map(([first]) => aliases[first!]!);
+    if (distinct.length === 0) return 0;
     // Sorted as the key is (byte-wise), so that concurrent requests lock alias keys in one order.
-    const added = await tx.query(
-      `INSERT INTO order_aliases (client_id, environment, alias_type, alias_id, order_id)
+    const rows = await tx.query<{ type: string; id: string; order_id: string }>(
+      `INSERT INTO order_aliases AS x (client_id, environment, alias_type, alias_id, order_id)
        SELECT $1, $2, a.type, a.id, a.order_id FROM ${ALIAS_RECORDS}
         ORDER BY a.type COLLATE "C", a.id COLLATE "C"
-       ON CONFLICT DO NOTHING
-       RETURNING 1`,
-      params,
+       ON CONFLICT (client_id, environment, alias_type, alias_id)
+         DO UPDATE SET order_id = x.order_id WHERE x.order_id <> excluded.order_id
+       RETURNING x.alias_type AS type, x.alias_id AS id, x.order_id`,
+      [tenant.clientId, tenant.environment, aliasRecords(distinct)],
     );
-    // Every alias added: none can be another order's.
-    if (added.length === aliases.length) return added.length;
-    // A separate statement, so that it also sees aliases committed by others while it waited.
-    // One key lookup per alias: see KEY_LOOKUP.
-    const conflicts = await tx.query<{ index: number; attached_to: string }>(
-      `SELECT a.n AS index, x.order_id AS attached_to
-         FROM ${ALIAS_RECORDS}
-         CROSS JOIN LATERAL (SELECT order_id FROM order_aliases
-                              WHERE client_id = $1 AND environment = $2 AND alias_type = a.type AND alias_id = a.id
-                              ${KEY_LOOKUP}) x
-        WHERE x.order_id <> a.order_id
-        ORDER BY a.n`,
-      params,
-    );
-    if (conflicts.length > 0) throw new AliasConflictError(conflicts);
-    return added.length;
+    const conflicts = rows.flatMap((row) => {
+      const at = positions.get(`${row.type}\u0000${row.id}`)!;
+      return row.order_id === aliases[at[0]!]!.order_id ? [] : at.map((index) => ({ index, attached_to: row.order_id }));
+    });
+    if (conflicts.length > 0) throw new AliasConflictError(conflicts.sort((a, b) => a.index - b.index));
+    return rows.length;
   }
 
   return {
@@ -117,12 +111,15 @@ export function createOrderRepository(db: Database) {
     /** Attaches aliases to existing orders; throws when an order is unknown or an alias taken. */
     addAliases(tenant: Tenant, aliases: readonly AliasToAttach[]) {
       return db.transaction(async (tx) => {
+        // One key lookup per alias (OFFSET 0 keeps it from becoming an anti-join, which a table
+        // without statistics, as on the embedded store, may plan as a hash of all the client's
+        // orders: 82 ms a request at 300,000 orders, against 1.2 ms).
         const missing = await tx.query<{ order_id: string; index: number }>(
           `SELECT DISTINCT ON (a.order_id) a.order_id, a.n AS index
              FROM ${ALIAS_RECORDS}
              LEFT JOIN LATERAL (SELECT 1 AS found FROM orders o
                                  WHERE o.client_id = $1 AND o.environment = $2 AND o.order_id = a.order_id
-                                 ${KEY_LOOKUP}) o ON true
+                                 OFFSET 0) o ON true
             WHERE o.found IS NULL
             ORDER BY a.order_id, a.n`,
           [tenant.clientId, tenant.environment, aliasRecords(aliases)],
