@@ -31,7 +31,7 @@ program
   .command('serve')
   .description('start the production and UAT APIs')
   .option('--workers <n>', 'API processes sharing the ports (default: WEB_CONCURRENCY, or 1)', (value) => {
-    if (!/^\d+$/.test(value) || Number(value) < 1) throw new InvalidArgumentError('must be a whole number of at least 1');
+    if (!/^\d+$/.test(value) || Number(value) < 1 || Number(value) > 1024) throw new InvalidArgumentError('must be a whole number from 1 to 1024');
     return Number(value);
   })
   .action(async ({ workers }: { workers?: number }) => {

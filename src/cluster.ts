@@ -7,22 +7,26 @@ import { createLogger } from './logger.js';
 import { SHUTDOWN_GRACE_MS, startServer } from './server.js';
 
 const READY = 'tributary:ready';
+/** What the primary sends a worker to stop it: the signal the primary was stopped with. */
+interface StopMessage {
+  stop: NodeJS.Signals;
+}
+const isStopMessage = (message: unknown): message is StopMessage => typeof (message as StopMessage | null)?.stop === 'string';
+
 const RESTART_DELAY_MS = 1_000;
+const MAX_RESTART_DELAY_MS = 30_000;
 
 /**
  * `tributary serve`: the APIs in this process, or in `processes` cluster workers sharing its
- * ports (node:cluster hands each new connection to one of them), supervised by this process.
+ * ports (the primary accepts each connection and hands it to the next worker), supervised by
+ * this process.
  */
 export async function serve(config: Config, processes: number): Promise<void> {
-  if (cluster.isWorker) {
-    // A worker stops when its primary tells it to (SIGTERM). A terminal's Ctrl-C reaches the whole
-    // process group, and a second signal would cut the worker's graceful stop short.
-    process.on('SIGINT', () => {});
-    await startServer(config, { ignoreSignals: ['SIGINT'] });
-    process.send!(READY);
+  if (cluster.isWorker) return serveAsWorker(config);
+  if (processes === 1) {
+    await startServer(config);
     return;
   }
-  if (processes === 1) return startServer(config);
   if (!config.databaseUrl) {
     throw new ConfigError('several API processes need DATABASE_URL: the embedded store can be open in one process only');
   }
@@ -30,9 +34,26 @@ export async function serve(config: Config, processes: number): Promise<void> {
 }
 
 /**
- * Applies the migrations once, then forks the API processes. One that dies after it was ready
- * is replaced; one that dies before (a port in use, a setting the database refuses) stops them
- * all, since its replacement would meet the same cause. SIGTERM or SIGINT stops each worker
+ * A worker stops only when its primary says so, or is gone. Signals are for the primary: a
+ * terminal's Ctrl-C and a service manager's SIGTERM reach the whole process group, and a second
+ * signal (the primary's relay) would cut the worker's graceful stop short.
+ */
+async function serveAsWorker(config: Config): Promise<void> {
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) process.on(signal, () => {});
+  const stopRequested = new Promise<NodeJS.Signals>((resolve) => {
+    process.on('message', (message) => isStopMessage(message) && resolve(message.stop));
+    process.on('disconnect', () => resolve('SIGTERM'));
+  });
+  const server = await startServer(config, { ignoreSignals: ['SIGINT', 'SIGTERM'] });
+  if (process.connected) process.send!(READY);
+  void stopRequested.then(server.stop);
+}
+
+/**
+ * Applies the migrations once, then forks the API processes. Until every one has been ready, a
+ * worker that dies stops them all (a port in use, a setting the database refuses: its
+ * replacement would meet the same cause); after that, one that dies is replaced, a little later
+ * each time replacements die before they are ready. SIGTERM or SIGINT stops every worker
  * gracefully, then this process.
  */
 async function superviseApiProcesses(config: Config, processes: number): Promise<void> {
@@ -48,59 +69,68 @@ async function superviseApiProcesses(config: Config, processes: number): Promise
     logger.warn({ processes }, 'without REDIS_URL each API process counts rate limits alone: together they allow that many times each limit');
   }
 
+  // Kept here rather than read from cluster.workers, which may still list a worker that has exited.
+  const live = new Set<Worker>();
   const ready = new Set<Worker>();
+  let serving = false;
   let stopping = false;
-  let exitCode = 0;
+  let restartDelayMs = RESTART_DELAY_MS;
 
   const fork = () => {
     const worker = cluster.fork();
+    live.add(worker);
+    worker.on('error', (error: Error) => logger.warn({ err: error, worker_pid: worker.process.pid }, 'the channel to an API process failed'));
     worker.on('message', (message) => {
       if (message !== READY) return;
       ready.add(worker);
-      if (ready.size === processes) logger.info({ processes }, 'all API processes are ready');
+      restartDelayMs = RESTART_DELAY_MS;
+      if (ready.size === processes) {
+        serving = true;
+        logger.info({ processes }, 'all API processes are ready');
+      }
     });
   };
 
-  const stop = (code: number) => {
-    exitCode = Math.max(exitCode, code);
-    if (stopping) return;
+  const finish = (code: number) => {
+    process.exitCode = Math.max(Number(process.exitCode ?? 0), code);
+    if (live.size === 0) process.exit();
+  };
+
+  const stop = (code: number, signal: NodeJS.Signals) => {
+    if (stopping) return finish(code);
     stopping = true;
-    const workers = Object.values(cluster.workers ?? {});
-    if (workers.length === 0) process.exit(exitCode);
-    for (const worker of workers) worker?.process.kill('SIGTERM');
+    for (const worker of live) if (worker.isConnected()) worker.send({ stop: signal } satisfies StopMessage);
     // The workers' own grace period, and a little more for them to exit.
-    setTimeout(() => killAll(logger, 'API processes did not stop in time: killing them'), SHUTDOWN_GRACE_MS + 2_000).unref();
+    setTimeout(() => killAll(logger, live, 'API processes did not stop in time: killing them'), SHUTDOWN_GRACE_MS + 2_000).unref();
+    finish(code);
   };
 
   cluster.on('exit', (worker, code, signal) => {
+    live.delete(worker);
     const wasReady = ready.delete(worker);
-    if (stopping) {
-      if (code !== 0) exitCode = Math.max(exitCode, 1);
-      if (Object.keys(cluster.workers ?? {}).length === 0) process.exit(exitCode);
-      return;
+    if (stopping) return finish(code === 0 ? 0 : 1);
+    if (!serving) {
+      logger.error({ worker_pid: worker.process.pid, code, signal }, 'an API process exited before the service was ready: stopping');
+      return stop(1, 'SIGTERM');
     }
-    if (!wasReady) {
-      logger.error({ worker_pid: worker.process.pid, code, signal }, 'an API process exited before it was ready: stopping');
-      stop(1);
-      return;
-    }
-    logger.warn({ worker_pid: worker.process.pid, code, signal }, 'an API process exited: starting another');
-    setTimeout(() => stopping || fork(), RESTART_DELAY_MS);
+    logger.warn({ worker_pid: worker.process.pid, code, signal, restart_in_ms: restartDelayMs }, 'an API process exited: starting another');
+    setTimeout(() => stopping || fork(), restartDelayMs);
+    if (!wasReady) restartDelayMs = Math.min(restartDelayMs * 2, MAX_RESTART_DELAY_MS);
   });
 
   for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     process.on(signal, () => {
-      if (stopping) return killAll(logger, `second ${signal}: killing the API processes`);
+      if (stopping) return killAll(logger, live, `second ${signal}: killing the API processes`);
       logger.info({ signal }, 'shutting down');
-      stop(0);
+      stop(0, signal);
     });
   }
   for (let n = 0; n < processes; n++) fork();
 }
 
 /** A second signal, or workers that outlive their grace period: no more waiting. */
-function killAll(logger: Logger, reason: string): never {
+function killAll(logger: Logger, workers: Set<Worker>, reason: string): never {
   logger.error(reason);
-  for (const worker of Object.values(cluster.workers ?? {})) worker?.process.kill('SIGKILL');
+  for (const worker of workers) worker.process.kill('SIGKILL');
   process.exit(1);
 }

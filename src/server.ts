@@ -27,9 +27,10 @@ export async function startWorker(config: Config = loadConfig()) {
 /**
  * Starts the production API on PORT and the UAT API on UAT_PORT, one process, one database.
  * SIGTERM/SIGINT stop accepting connections, let in-flight requests finish, then close the store.
- * `ignoreSignals` lists signals that should not start that stop (a cluster worker's SIGINT).
+ * `ignoreSignals` lists signals that should not start that stop: a cluster worker stops when its
+ * primary calls `stop`.
  */
-export async function startServer(config: Config = loadConfig(), { ignoreSignals = [] }: { ignoreSignals?: 'SIGINT'[] } = {}) {
+export async function startServer(config: Config = loadConfig(), { ignoreSignals = [] }: { ignoreSignals?: ('SIGINT' | 'SIGTERM')[] } = {}) {
   const logger = createLogger(config.logLevel);
   const db = await openDatabase(config);
   const { applied } = await migrate(db);
@@ -41,9 +42,10 @@ export async function startServer(config: Config = loadConfig(), { ignoreSignals
   const production = await buildApp({ config, db, environment: 'production', logger, onExportCreated: exports.wake, rateLimits });
   const uat = await buildApp({ config, db, environment: 'uat', logger, onExportCreated: exports.wake, rateLimits });
 
-  closeWithGrace({ delay: SHUTDOWN_GRACE_MS, skip: ignoreSignals }, async ({ signal, err }) => {
+  let relayedSignal: NodeJS.Signals | undefined;
+  const grace = closeWithGrace({ delay: SHUTDOWN_GRACE_MS, skip: ignoreSignals }, async ({ signal, err }) => {
     if (err) logger.error({ err }, 'shutting down after an error');
-    else logger.info({ signal }, 'shutting down');
+    else logger.info({ signal: signal ?? relayedSignal }, 'shutting down');
     await Promise.all([production.close(), uat.close(), exports.stop()]);
     await Promise.all([rateLimits.close(), db.close()]);
   });
@@ -57,4 +59,11 @@ export async function startServer(config: Config = loadConfig(), { ignoreSignals
     { production: `http://${config.host}:${config.port}`, uat: `http://${config.host}:${config.uatPort}`, store: db.kind },
     'tributary is ready',
   );
+  return {
+    /** Stops gracefully, as `signal` would have. */
+    stop(signal: NodeJS.Signals) {
+      relayedSignal = signal;
+      grace.close();
+    },
+  };
 }

@@ -12,9 +12,12 @@ import { ADMIN_TOKEN, createChildStore, makeOrder, pgliteEnv, tempDir, type Chil
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const onPostgres = Boolean(process.env.DATABASE_URL);
 
-/** `tributary serve <args>` from the sources, its JSON log lines collected as they come. */
+/**
+ * `tributary serve <args>` from the sources, in a process group of its own (as a service manager
+ * starts it), its JSON log lines collected as they come.
+ */
 function serve(env: NodeJS.ProcessEnv, args: string[] = []) {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'serve', ...args], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'serve', ...args], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
   const lines: Record<string, unknown>[] = [];
   let stderr = '';
   let partial = '';
@@ -39,13 +42,21 @@ function serve(env: NodeJS.ProcessEnv, args: string[] = []) {
         await new Promise((resolve) => setTimeout(resolve, 20));
       }
     },
+    /** The API processes running now: those that said they were ready and are alive. */
+    workerPids(): number[] {
+      const pids = lines.filter((line) => line.msg === 'tributary is ready').map((line) => line.pid as number);
+      return [...new Set(pids)].filter(isAlive).sort((a, b) => a - b);
+    },
   };
 }
 
-/** The pids of a process's children (Linux). */
-function childPids(pid: number): number[] {
-  const children = fs.readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim();
-  return children ? children.split(' ').map(Number).sort() : [];
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 /** A request on a connection of its own: each new connection goes to the next API process. */
@@ -77,7 +88,7 @@ test('several API processes need PostgreSQL: the embedded store refuses them bef
   }
 });
 
-test('--workers takes a whole number of at least 1, WEB_CONCURRENCY likewise', async () => {
+test('--workers takes a whole number from 1 to 1024, WEB_CONCURRENCY likewise', async () => {
   const run = (args: string[], env: NodeJS.ProcessEnv) =>
     new Promise<{ code: number; stderr: string }>((resolve) => {
       execFile(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'serve', ...args], { cwd: ROOT, env }, (error, _stdout, stderr) =>
@@ -85,10 +96,10 @@ test('--workers takes a whole number of at least 1, WEB_CONCURRENCY likewise', a
       );
     });
   const env = pgliteEnv(tempDir());
-  for (const workers of ['0', 'two', '1.5']) {
+  for (const workers of ['0', 'two', '1.5', '1025']) {
     const { code, stderr } = await run(['--workers', workers], env);
     assert.equal(code, 1);
-    assert.match(stderr, /--workers <n>.*must be a whole number of at least 1/);
+    assert.match(stderr, /--workers <n>.*must be a whole number from 1 to 1024/);
   }
   const { code, stderr } = await run([], { ...env, WEB_CONCURRENCY: '0' });
   assert.equal(code, 1);
@@ -109,15 +120,12 @@ describe('tributary serve --workers 2 (PostgreSQL)', { skip: onPostgres ? false 
     await server.logged('all API processes are ready');
   });
   after(async () => {
-    if (server.child.exitCode === null) {
-      for (const pid of childPids(server.child.pid!)) process.kill(pid, 'SIGKILL');
-      server.child.kill('SIGKILL');
-    }
+    if (server.child.exitCode === null) process.kill(-server.child.pid!, 'SIGKILL');
     await store.cleanup();
   });
 
   test('the option wins over WEB_CONCURRENCY; connections are shared between the processes, which share the database', async () => {
-    assert.equal(childPids(server.child.pid!).length, 2);
+    assert.equal(server.workerPids().length, 2);
     const created = await request(port, 'POST', '/admin/v1/clients', { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' }, '{"name":"cluster"}');
     assert.equal(created.status, 201, created.body);
     const client = JSON.parse(created.body) as { client_id: string; api_key: string };
@@ -140,27 +148,31 @@ describe('tributary serve --workers 2 (PostgreSQL)', { skip: onPostgres ? false 
   });
 
   test('an API process that dies is replaced, and the service answers throughout', async () => {
-    const [victim, survivor] = childPids(server.child.pid!);
+    const [victim, survivor] = server.workerPids();
     const from = server.lines.length;
     process.kill(victim!, 'SIGKILL');
     const replaced = await server.logged('an API process exited: starting another', from);
     assert.equal(replaced.worker_pid, victim);
-    assert.equal((await request(port, 'GET', '/readyz')).status, 200, 'the survivor answers meanwhile');
+    for (let n = 0; n < 5; n++) assert.equal((await request(port, 'GET', '/readyz')).status, 200, 'the survivor answers meanwhile');
     await server.logged('all API processes are ready', from);
-    const now = childPids(server.child.pid!);
+    const now = server.workerPids();
     assert.equal(now.length, 2);
     assert.ok(now.includes(survivor!) && !now.includes(victim!));
   });
 
-  test('SIGTERM to the primary stops every API process gracefully, and the primary exits 0', async () => {
-    const workers = childPids(server.child.pid!);
+  test('SIGTERM to the whole process group, as a service manager sends it, stops every API process gracefully once; exit 0', async () => {
+    const workers = server.workerPids();
     const from = server.lines.length;
-    server.child.kill('SIGTERM');
+    process.kill(-server.child.pid!, 'SIGTERM');
     const [code] = (await once(server.child, 'exit')) as [number];
     assert.equal(code, 0, server.stderr());
-    const stopped = server.lines.slice(from).filter((line) => line.msg === 'shutting down' && line.signal === 'SIGTERM').map((line) => line.pid);
-    assert.deepEqual(new Set(stopped), new Set([server.child.pid, ...workers]));
-    for (const pid of workers) assert.throws(() => process.kill(pid, 0), /ESRCH/, `process ${pid} is gone`);
+    const stopped = server.lines.slice(from).filter((line) => line.msg === 'shutting down').map((line) => [line.pid, line.signal]);
+    assert.deepEqual(
+      stopped.sort(),
+      [server.child.pid, ...workers].map((pid) => [pid, 'SIGTERM']).sort(),
+      'the primary and each worker stopped once, none cut short by a second signal',
+    );
+    for (const pid of workers) assert.equal(isAlive(pid), false, `process ${pid} is gone`);
   });
 });
 
@@ -174,9 +186,9 @@ test('an API process that cannot start (its port is taken) stops the cluster wit
     server = serve({ ...store.env, PORT: String(port), UAT_PORT: String(await freePort()), LOG_LEVEL: 'info' }, ['--workers', '2']);
     const [code] = (await once(server.child, 'exit')) as [number];
     assert.equal(code, 1);
-    assert.ok(server.lines.some((line) => line.msg === 'an API process exited before it was ready: stopping'));
+    assert.ok(server.lines.some((line) => line.msg === 'an API process exited before the service was ready: stopping'));
   } finally {
-    if (server?.child.exitCode === null) server.child.kill('SIGKILL');
+    if (server?.child.exitCode === null) process.kill(-server.child.pid!, 'SIGKILL');
     taken.close();
     await store.cleanup();
   }
