@@ -199,8 +199,11 @@ test('an attempt that lost its lease never writes over the files of the attempt 
     assert.equal(holder?.export_id, exportId);
     assert.equal(formerHolder?.export_id, exportId);
 
+    // What a worker killed in the middle of an earlier attempt left behind.
+    fs.mkdirSync(path.join(exportsDir, '.attempts', `${exportId}-crashed`), { recursive: true });
     const standing = await produce(holder!, new AbortController().signal);
     assert.equal(await jobs.finish(holder!, { status: 'SUCCESS', files: standing.files }, standing.publish), true);
+    assert.deepEqual(fs.readdirSync(path.join(exportsDir, '.attempts')), [], 'publishing removes what earlier attempts left');
     const published = fs.readFileSync(path.join(exportDir(exportsDir, exportId), 'spend.csv'), 'utf8');
     assert.match(published, /12\.5/);
 

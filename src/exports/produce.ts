@@ -27,7 +27,8 @@ export const exportDir = (exportsDir: string, exportId: string) => path.join(exp
  */
 export function createExportProducer({ db, exportsDir, rowsPerFile }: ProducerOptions) {
   return async (job: ExportJob, signal: AbortSignal) => {
-    const attemptDir = path.join(exportsDir, '.attempts', `${job.export_id}-${job.lease_token}`);
+    const attemptsDir = path.join(exportsDir, '.attempts');
+    const attemptDir = path.join(attemptsDir, `${job.export_id}-${job.lease_token}`);
     const discard = () => fs.rm(attemptDir, { recursive: true, force: true });
     try {
       const { files, warn } = await writeExport(job, attemptDir, signal);
@@ -35,10 +36,13 @@ export function createExportProducer({ db, exportsDir, rowsPerFile }: ProducerOp
         const dir = exportDir(exportsDir, job.export_id);
         await fs.rm(dir, { recursive: true, force: true }); // an attempt that published, then lost its commit
         await fs.rename(attemptDir, dir);
+        // What earlier attempts of this export left: a crashed worker's, or a late one's still being written.
+        const earlier = (await fs.readdir(attemptsDir)).filter((name) => name.startsWith(`${job.export_id}-`));
+        await Promise.all(earlier.map((name) => fs.rm(path.join(attemptsDir, name), { recursive: true, force: true })));
       };
       return { files, warn, publish, discard };
     } catch (error) {
-      await discard();
+      await discard().catch(() => {}); // the error that matters is the first
       throw error;
     }
   };

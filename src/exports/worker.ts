@@ -89,7 +89,11 @@ export function startExportWorker(options: ExportWorkerOptions): ExportWorker {
     running.add(job.export_id);
     try {
       const { files, warn, publish, discard } = await produce(job, abort.signal);
-      if (await jobs.finish(job, { status: 'SUCCESS', files, warn }, publish)) log?.info('export finished');
+      const won = await jobs.finish(job, { status: 'SUCCESS', files, warn }, publish).catch(async (error: unknown) => {
+        await discard?.().catch(() => {});
+        throw error;
+      });
+      if (won) log?.info('export finished');
       else {
         await discard?.();
         log?.warn('export finished after its lease was lost; the result of the lease holder stands');
