@@ -104,7 +104,12 @@ function trustedProxies(env: NodeJS.ProcessEnv): Config['trustProxy'] {
   const raw = env.TRUST_PROXY ?? '';
   if (['', 'true', 'false'].includes(raw)) return raw === 'true';
   const addresses = raw.split(',').map((address) => address.trim());
-  if (addresses.every((address) => net.isIP(address.replace(/\/\d{1,3}$/, '')) !== 0)) return addresses;
+  const isRange = (address: string) => {
+    const [ip = '', prefix, ...rest] = address.split('/');
+    const version = net.isIP(ip);
+    return version !== 0 && rest.length === 0 && (prefix === undefined || (/^\d{1,3}$/.test(prefix) && Number(prefix) <= (version === 4 ? 32 : 128)));
+  };
+  if (addresses.every(isRange)) return addresses;
   throw new ConfigError(`TRUST_PROXY must be true, false, or the proxies' addresses (CIDR ranges allowed), got "${raw}"`);
 }
 

@@ -106,7 +106,9 @@ for (const [name, value] of <[string, string][]>[
   ['EXPORT_SIGNING_SECRET', 'a-key-of-31-characters-is-short'],
   ['TRUST_PROXY', 'yes'],
   ['TRUST_PROXY', '10.0.0.1,proxy.internal'],
-  ['TRUST_PROXY', '1'], // a hop count: Fastify would trust no proxy
+  ['TRUST_PROXY', '1'], // a hop count, which Fastify 5 takes as trusting no proxy at all
+  ['TRUST_PROXY', '10.0.0.0/99'],
+  ['TRUST_PROXY', '::1/129'],
   ['EXPORT_CONCURRENCY', '10'], // not below the default pool of 10 connections
 ]) {
   test(`${name}=${value} is refused with a message naming it`, () => {
@@ -118,7 +120,7 @@ test('TRUST_PROXY: off, every proxy, or the proxies at these addresses', () => {
   assert.equal(loadConfig({}).trustProxy, false);
   assert.equal(loadConfig({ TRUST_PROXY: 'false' }).trustProxy, false);
   assert.equal(loadConfig({ TRUST_PROXY: 'true' }).trustProxy, true);
-  assert.deepEqual(loadConfig({ TRUST_PROXY: '10.0.0.0/8, ::1,192.0.2.7' }).trustProxy, ['10.0.0.0/8', '::1', '192.0.2.7']);
+  assert.deepEqual(loadConfig({ TRUST_PROXY: '10.0.0.0/8, ::1,192.0.2.7,fd00::/8' }).trustProxy, ['10.0.0.0/8', '::1', '192.0.2.7', 'fd00::/8']);
 });
 
 test('the default PUBLIC_URL brackets an IPv6 host', () => {
