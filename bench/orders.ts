@@ -21,7 +21,7 @@ import { createOrderRepository } from '../src/orders/repository.js';
 import { aliasesOf } from '../src/orders/routes.js';
 import { OrderBatch, type Order } from '../src/orders/schema.js';
 import { BATCH_SIZE, CONNECTIONS, batchesWithIds, orderPoster, ordersPerSecond, runPhase, templates, type PhaseResult } from './load.js';
-import { benchEachStore, startServer, type Store } from './server.js';
+import { anotherStore, benchEachStore, startServer, type Store } from './server.js';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 15);
 const batchBody = batchesWithIds('r');
@@ -114,13 +114,23 @@ async function httpPhases(store: Store, processes: number) {
   }
 }
 
+async function onAnotherStore<T>(store: Store, work: (fresh: Store) => Promise<T>): Promise<T> {
+  const fresh = await anotherStore(store);
+  try {
+    return await work(fresh);
+  } finally {
+    await fresh.drop();
+  }
+}
+
 async function benchStore(store: Store): Promise<string[][]> {
   try {
     const single = await httpPhases(store, 1);
     const clientId = single.server.headers['data-client-id']!;
     console.log(`${store.name}: started in ${single.server.startupMs} ms (to /readyz)`);
-    // Several API processes share one database, which the embedded store cannot.
-    const two = store.name === 'postgres' ? await httpPhases(store, 2) : undefined;
+    // Several API processes share one database, which the embedded store cannot. A new database,
+    // so that both server configurations start from empty tables.
+    const two = store.name === 'postgres' ? await onAnotherStore(store, (fresh) => httpPhases(fresh, 2)) : undefined;
 
     // Ceiling 1: the data layer, on new order ids.
     const db = await openDatabase({ databaseUrl: store.env.DATABASE_URL || undefined, dataDir: store.env.DATA_DIR ?? '', databasePoolSize: CONNECTIONS });

@@ -47,6 +47,9 @@ async function postgresStore(serverUrl: string): Promise<Store> {
 
 const POSTGRES_URL = process.env.DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/test';
 
+/** A new, empty store of the same kind as `store`. */
+export const anotherStore = (store: Store): Promise<Store> => (store.name === 'postgres' ? postgresStore(POSTGRES_URL) : Promise.resolve(pgliteStore()));
+
 const RUNS = Number(process.env.BENCH_RUNS ?? 1);
 
 /**
@@ -71,7 +74,15 @@ export async function benchEachStore(header: string[], bench: (store: Store) => 
   }
   if (RUNS > 1) {
     console.log(`\nmedians of ${RUNS} runs`);
-    printTable(header, runs[0]!.map((row, r) => row.map((cell, c) => medianCell(runs.map((rows) => rows[r]?.[c] ?? cell)))));
+    // Rows are matched by their labels (the cells before the first figure): a run may lack a store.
+    const label = (row: string[]) => row.filter((cell) => !isFigure(cell)).join(' ');
+    printTable(
+      header,
+      runs[0]!.map((row) => {
+        const same = runs.map((rows) => rows.find((other) => label(other) === label(row))).filter((found) => found !== undefined);
+        return row.map((cell, c) => medianCell(same.map((other) => other[c]!)));
+      }),
+    );
   }
 }
 
@@ -80,9 +91,11 @@ function printTable(header: string[], rows: string[][]) {
   for (const line of [header, ...rows]) console.log(line.map((cell, i) => cell.padStart(widths[i]!)).join('  '));
 }
 
+const isFigure = (cell: string) => /^-?[\d,]+(\.\d+)?$/.test(cell);
+
 /** The median of one cell over the runs, written as the first run wrote it; a label stays as it is. */
 function medianCell(cells: string[]): string {
-  if (!cells.every((cell) => /^-?[\d,]+(\.\d+)?$/.test(cell))) return cells[0]!;
+  if (!cells.every(isFigure)) return cells[0]!;
   const values = cells.map((cell) => Number(cell.replaceAll(',', '')));
   values.sort((a, b) => a - b);
   const middle = values.length / 2;
@@ -110,7 +123,10 @@ export interface RunningServer {
   headers: Record<string, string>;
   /** Milliseconds from starting the process to its first 200 from /readyz. */
   startupMs: number;
-  /** Peak resident memory of the server so far, in MB: its process's, plus its cluster workers' (Linux). */
+  /**
+   * Peak resident memory of the server so far, in MB (Linux): its process's, plus each of its
+   * cluster workers' (the sum of their peaks: at most the peak of their total).
+   */
   peakRssMb(): number | undefined;
   /** Resident memory of the server now, in MB, counted the same way. */
   rssMb(): number | undefined;
@@ -122,14 +138,31 @@ export async function startServer(store: Store, extraEnv: NodeJS.ProcessEnv = {}
   const child = spawn(process.execPath, [CLI, 'serve'], {
     // Throughput is measured: not the per-key write budget an operator would raise for a backfill,
     // nor load shedding (the embedded store's queries run on the event loop, which then lags).
-    env: { ...process.env, ORDER_WRITE_BYTES_PER_MINUTE: '0', OVERLOAD_EVENT_LOOP_DELAY_MS: '0', ...store.env, ...extraEnv, PORT: String(port), UAT_PORT: String(uatPort), ADMIN_TOKEN, LOG_LEVEL: 'info' },
+    env: {
+      ...process.env,
+      ORDER_WRITE_BYTES_PER_MINUTE: '0',
+      OVERLOAD_EVENT_LOOP_DELAY_MS: '0',
+      WEB_CONCURRENCY: '1',
+      ...store.env,
+      ...extraEnv,
+      PORT: String(port),
+      UAT_PORT: String(uatPort),
+      ADMIN_TOKEN,
+      LOG_LEVEL: 'info',
+    },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   // Warnings and errors are shown; the readiness of every API process is watched for.
   const readyMessage = Number(extraEnv.WEB_CONCURRENCY ?? 1) > 1 ? 'all API processes are ready' : 'tributary is ready';
   let allReady = false;
   readline.createInterface({ input: child.stdout! }).on('line', (line) => {
-    const entry = JSON.parse(line) as { level: number; msg: string };
+    const entry = (() => {
+      try {
+        return JSON.parse(line) as { level: number; msg: string };
+      } catch {
+        return { level: 40, msg: line }; // not a log line: shown
+      }
+    })();
     if (entry.level >= 40) console.error(line);
     if (entry.msg === readyMessage) allReady = true;
   });
@@ -146,6 +179,7 @@ export async function startServer(store: Store, extraEnv: NodeJS.ProcessEnv = {}
   const startupMs = Date.now() - started;
   while (!allReady) {
     if (child.exitCode !== null) throw new Error(`server exited with ${child.exitCode}`);
+    if (Date.now() - started > 60_000) throw new Error('the server\'s API processes were not all ready in 60 s');
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
   const created = await fetch(`${url}/admin/v1/clients`, {
