@@ -45,7 +45,12 @@ export function createOrderRepository(db: Database) {
     const positions = new Map<string, number[]>();
     aliases.forEach((alias, n) => {
       const key = `${alias.type}\u0000${alias.id}`;
-      positions.set(key, [...(positions.get(key) ?? []), n]);
+      const at = positions.get(key) ?? [];
+      // The routes refuse one alias for two orders of a request; this keeps the guarantee here too.
+      if (at.length > 0 && aliases[at[0]!]!.order_id !== alias.order_id) {
+        throw new AliasConflictError([{ index: n, attached_to: aliases[at[0]!]!.order_id }]);
+      }
+      positions.set(key, [...at, n]);
     });
     // Each alias once: a row may be the target of one conflict per statement.
     const distinct = [...positions.values()].map(([first]) => aliases[first!]!);
