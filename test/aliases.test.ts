@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, describe, test } from 'node:test';
+import { AliasConflictError, createOrderRepository } from '../src/orders/repository.js';
 import {
   listOrders,
   minimalOrder,
@@ -159,4 +160,18 @@ describe('alias validation', () => {
     assert.equal(response.statusCode, 200, response.body);
     assert.equal(response.json().added, 2500);
   });
+});
+
+test('the repository itself refuses one alias for two orders of one request, storing nothing', async () => {
+  const client = await clientWithOrders('a', 'b');
+  const tenant = { clientId: client.client_id, environment: 'production' as const, dryRun: false };
+  await assert.rejects(
+    createOrderRepository(service.db).addAliases(tenant, [
+      { order_id: 'a', type: 'shop', id: 'same' },
+      { order_id: 'b', type: 'other', id: 'x' },
+      { order_id: 'b', type: 'shop', id: 'same' },
+    ]),
+    (error: unknown) => error instanceof AliasConflictError && error.conflicts[0]!.index === 2 && error.conflicts[0]!.attached_to === 'a',
+  );
+  assert.deepEqual(await aliasesOf(client), { a: [], b: [] });
 });
