@@ -57,8 +57,8 @@ const MIB = 1024 * 1024;
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const dataDir = path.resolve(env.DATA_DIR || './data');
-  const databasePoolSize = integer(env, 'DATABASE_POOL_SIZE', 10, { min: 1 });
-  // Each running export holds a connection: some must be left for the API and the leases.
+  // Each running export holds a connection: at least one must be left for the API and the leases.
+  const databasePoolSize = integer(env, 'DATABASE_POOL_SIZE', 10, { min: 2 });
   const exportConcurrency = integer(env, 'EXPORT_CONCURRENCY', 1, { max: databasePoolSize - 1 });
   const host = env.HOST || '127.0.0.1';
   const port = integer(env, 'PORT', 8080, { max: 65535 });

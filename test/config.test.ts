@@ -101,6 +101,7 @@ for (const [name, value] of <[string, string][]>[
   ['UAT_PORT', 'eighty'],
   ['WEB_CONCURRENCY', '0'],
   ['DATABASE_POOL_SIZE', '0'],
+  ['DATABASE_POOL_SIZE', '1'], // an export would hold the only connection
   ['BODY_LIMIT_BYTES', '1.5'],
   ['ADMIN_TOKEN', 'short-secret'],
   ['EXPORT_SIGNING_SECRET', 'a-key-of-31-characters-is-short'],
