@@ -354,10 +354,10 @@ test(
       assert.ok(orderOverlaps > 0 && spendOverlaps > 0, 'batches of the two processes were in flight together');
 
       await t.test('orders: each id stored once, whole, as one write left it, with the union of the aliases', async (sub) => {
-        await checkOrders(sub, withStore, ports, headers, clientId, orderWrites);
+        await checkOrders({ t: sub, withStore, ports, headers, clientId, writes: orderWrites });
       });
       await t.test('spend: each key stored once, as one write left it', async (sub) => {
-        await checkSpend(sub, withStore, ports, headers, clientId, spendWrites);
+        await checkSpend({ t: sub, withStore, ports, headers, clientId, writes: spendWrites });
       });
       phase('checks');
 
@@ -573,16 +573,17 @@ function csvTotals(csv: string) {
     .sort((a, b) => (a.platform + a.currency < b.platform + b.currency ? -1 : 1));
 }
 
-type WithStore = <T>(work: (db: Database) => Promise<T>) => Promise<T>;
+/** What the checks of the stored state need: the store, both API processes, and what was written. */
+interface Check {
+  t: TestContext;
+  withStore: <T>(work: (db: Database) => Promise<T>) => Promise<T>;
+  ports: readonly number[];
+  headers: Record<string, string>;
+  clientId: string;
+  writes: readonly Write[];
+}
 
-async function checkOrders(
-  t: TestContext,
-  withStore: WithStore,
-  ports: readonly number[],
-  headers: Record<string, string>,
-  clientId: string,
-  writes: readonly Write[],
-) {
+async function checkOrders({ t, withStore, ports, headers, clientId, writes }: Check) {
   const candidates = finalCandidates(writes);
   const sentAliases = new Map<number, Set<string>>();
   for (const write of writes) {
@@ -690,14 +691,7 @@ async function checkOrders(
   t.diagnostic(`orders stored: ${rows.length}, aliases ${aliasRows.length}; last write from process A: ${winners[0]}, from B: ${winners[1]}`);
 }
 
-async function checkSpend(
-  t: TestContext,
-  withStore: WithStore,
-  ports: readonly number[],
-  headers: Record<string, string>,
-  clientId: string,
-  writes: readonly Write[],
-) {
+async function checkSpend({ t, withStore, ports, headers, clientId, writes }: Check) {
   const candidates = finalCandidates(writes);
   const rows = await withStore((db) =>
     db.query<Json & { spend: string; impressions: string; clicks: string }>(
