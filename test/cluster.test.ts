@@ -111,16 +111,19 @@ describe('tributary serve --workers 2 (PostgreSQL)', { skip: onPostgres ? false 
   let store: ChildStore;
   let server: ReturnType<typeof serve>;
   let port: number;
+  let exportsDir: string;
 
   before(async () => {
     store = await createChildStore();
     port = await freePort();
-    const env = { ...store.env, PORT: String(port), UAT_PORT: String(await freePort()), ADMIN_TOKEN, LOG_LEVEL: 'info', EXPORTS_DIR: tempDir() };
+    exportsDir = tempDir();
+    const env = { ...store.env, PORT: String(port), UAT_PORT: String(await freePort()), ADMIN_TOKEN, LOG_LEVEL: 'info', EXPORTS_DIR: exportsDir };
     server = serve({ ...env, WEB_CONCURRENCY: '3' }, ['--workers', '2']);
     await server.logged('all API processes are ready');
   });
   after(async () => {
     if (server.child.exitCode === null) process.kill(-server.child.pid!, 'SIGKILL');
+    fs.rmSync(exportsDir, { recursive: true, force: true });
     await store.cleanup();
   });
 
