@@ -42,7 +42,12 @@ async function serveAsWorker(config: Config): Promise<void> {
   for (const signal of ['SIGINT', 'SIGTERM'] as const) process.on(signal, () => {});
   const stopRequested = new Promise<NodeJS.Signals>((resolve) => {
     process.on('message', (message) => isStopMessage(message) && resolve(message.stop));
-    process.on('disconnect', () => resolve('SIGTERM'));
+    // The primary is gone. Node's cluster would exit the worker at once, requests in flight and
+    // all, unless the disconnect is marked as expected.
+    cluster.worker!.on('disconnect', () => {
+      cluster.worker!.exitedAfterDisconnect = true;
+      resolve('SIGTERM');
+    });
   });
   const server = await startServer(config, { ignoreSignals: ['SIGINT', 'SIGTERM'] });
   if (process.connected) process.send!(READY);
@@ -73,7 +78,7 @@ async function superviseApiProcesses(config: Config, processes: number): Promise
   const live = new Set<Worker>();
   const ready = new Set<Worker>();
   let serving = false;
-  let stopping = false;
+  let stopping: NodeJS.Signals | undefined;
   let restartDelayMs = RESTART_DELAY_MS;
 
   const fork = () => {
@@ -82,6 +87,8 @@ async function superviseApiProcesses(config: Config, processes: number): Promise
     worker.on('error', (error: Error) => logger.warn({ err: error, worker_pid: worker.process.pid }, 'the channel to an API process failed'));
     worker.on('message', (message) => {
       if (message !== READY) return;
+      // A stop sent while the worker was still loading, before it listened, was lost: again.
+      if (stopping) return void worker.send({ stop: stopping } satisfies StopMessage);
       ready.add(worker);
       restartDelayMs = RESTART_DELAY_MS;
       if (ready.size === processes) {
@@ -98,7 +105,7 @@ async function superviseApiProcesses(config: Config, processes: number): Promise
 
   const stop = (code: number, signal: NodeJS.Signals) => {
     if (stopping) return finish(code);
-    stopping = true;
+    stopping = signal;
     for (const worker of live) if (worker.isConnected()) worker.send({ stop: signal } satisfies StopMessage);
     // The workers' own grace period, and a little more for them to exit.
     setTimeout(() => killAll(logger, live, 'API processes did not stop in time: killing them'), SHUTDOWN_GRACE_MS + 2_000).unref();
@@ -108,7 +115,8 @@ async function superviseApiProcesses(config: Config, processes: number): Promise
   cluster.on('exit', (worker, code, signal) => {
     live.delete(worker);
     const wasReady = ready.delete(worker);
-    if (stopping) return finish(code === 0 ? 0 : 1);
+    // A worker still loading when the process group got the signal dies of it, with nothing in flight.
+    if (stopping) return finish(code === 0 || (!wasReady && (signal === 'SIGTERM' || signal === 'SIGINT')) ? 0 : 1);
     if (!serving) {
       logger.error({ worker_pid: worker.process.pid, code, signal }, 'an API process exited before the service was ready: stopping');
       return stop(1, 'SIGTERM');

@@ -50,6 +50,15 @@ function serve(env: NodeJS.ProcessEnv, args: string[] = []) {
   };
 }
 
+/** Kills what is left of the process group led by `pid` (the primary and its workers). */
+function killGroup(pid: number) {
+  try {
+    process.kill(-pid, 'SIGKILL');
+  } catch {
+    // nothing left
+  }
+}
+
 function isAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
@@ -122,7 +131,7 @@ describe('tributary serve --workers 2 (PostgreSQL)', { skip: onPostgres ? false 
     await server.logged('all API processes are ready');
   });
   after(async () => {
-    if (server.child.exitCode === null) process.kill(-server.child.pid!, 'SIGKILL');
+    killGroup(server.child.pid!);
     fs.rmSync(exportsDir, { recursive: true, force: true });
     await store.cleanup();
   });
@@ -179,20 +188,64 @@ describe('tributary serve --workers 2 (PostgreSQL)', { skip: onPostgres ? false 
   });
 });
 
-test('an API process that cannot start (its port is taken) stops the cluster with exit 1', { skip: onPostgres ? false : 'needs DATABASE_URL' }, async () => {
+/** Runs `work` on `serve --workers 2` over a store of its own, killing what is left afterwards. */
+async function withCluster(work: (server: ReturnType<typeof serve>) => Promise<void>, port?: number) {
   const store = await createChildStore();
-  const taken = net.createServer().listen(0, '127.0.0.1');
-  await once(taken, 'listening');
-  let server: ReturnType<typeof serve> | undefined;
+  const server = serve(
+    { ...store.env, PORT: String(port ?? (await freePort())), UAT_PORT: String(await freePort()), LOG_LEVEL: 'info' },
+    ['--workers', '2'],
+  );
   try {
-    const port = (taken.address() as net.AddressInfo).port;
-    server = serve({ ...store.env, PORT: String(port), UAT_PORT: String(await freePort()), LOG_LEVEL: 'info' }, ['--workers', '2']);
-    const [code] = (await once(server.child, 'exit')) as [number];
-    assert.equal(code, 1);
-    assert.ok(server.lines.some((line) => line.msg === 'an API process exited before the service was ready: stopping'));
+    await work(server);
   } finally {
-    if (server?.child.exitCode === null) process.kill(-server.child.pid!, 'SIGKILL');
-    taken.close();
+    killGroup(server.child.pid!);
     await store.cleanup();
   }
+}
+
+const postgresOnly = { skip: onPostgres ? false : 'needs DATABASE_URL' };
+
+test('an API process that cannot start (its port is taken) stops the cluster with exit 1', postgresOnly, async () => {
+  const taken = net.createServer().listen(0, '127.0.0.1');
+  await once(taken, 'listening');
+  try {
+    await withCluster(async (server) => {
+      const [code] = (await once(server.child, 'exit')) as [number];
+      assert.equal(code, 1);
+      assert.ok(server.lines.some((line) => line.msg === 'an API process exited before the service was ready: stopping'));
+    }, (taken.address() as net.AddressInfo).port);
+  } finally {
+    taken.close();
+  }
+});
+
+// The primary's last line before it forks: the workers are then still loading.
+const FORKING = 'without REDIS_URL each API process counts rate limits alone: together they allow that many times each limit';
+
+for (const [to, kill] of [
+  ['the primary', (server: ReturnType<typeof serve>) => server.child.kill('SIGTERM')],
+  ['the process group', (server: ReturnType<typeof serve>) => process.kill(-server.child.pid!, 'SIGTERM')],
+] as const) {
+  test(`SIGTERM to ${to} while the API processes are still starting stops them all, exit 0`, postgresOnly, async () => {
+    await withCluster(async (server) => {
+      await server.logged(FORKING);
+      kill(server);
+      const [code] = (await once(server.child, 'exit')) as [number];
+      assert.equal(code, 0, JSON.stringify(server.lines.filter((line) => (line.level as number) >= 40)));
+      assert.ok(!server.lines.some((line) => line.msg === 'API processes did not stop in time: killing them'));
+    });
+  });
+}
+
+test('API processes whose primary is killed stop gracefully by themselves', postgresOnly, async () => {
+  await withCluster(async (server) => {
+    await server.logged('all API processes are ready');
+    const workers = server.workerPids();
+    process.kill(server.child.pid!, 'SIGKILL');
+    const deadline = Date.now() + 15_000;
+    while (workers.some(isAlive) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
+    assert.deepEqual(workers.filter(isAlive), [], 'the workers are gone');
+    const stopped = server.lines.filter((line) => line.msg === 'shutting down').map((line) => line.pid);
+    assert.deepEqual(stopped.sort(), [...workers].sort(), 'each worker went through its graceful stop');
+  });
 });
