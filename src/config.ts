@@ -107,7 +107,9 @@ function trustedProxies(env: NodeJS.ProcessEnv): Config['trustProxy'] {
   const isRange = (address: string) => {
     const [ip = '', prefix, ...rest] = address.split('/');
     const version = net.isIP(ip);
-    return version !== 0 && rest.length === 0 && (prefix === undefined || (/^\d{1,3}$/.test(prefix) && Number(prefix) <= (version === 4 ? 32 : 128)));
+    // A /0 range, which Fastify refuses, is every address: TRUST_PROXY=true says that.
+    const prefixFits = prefix === undefined || (/^\d{1,3}$/.test(prefix) && Number(prefix) >= 1 && Number(prefix) <= (version === 4 ? 32 : 128));
+    return version !== 0 && rest.length === 0 && prefixFits;
   };
   if (addresses.every(isRange)) return addresses;
   throw new ConfigError(`TRUST_PROXY must be true, false, or the proxies' addresses (CIDR ranges allowed), got "${raw}"`);

@@ -110,6 +110,7 @@ for (const [name, value] of <[string, string][]>[
   ['TRUST_PROXY', '1'], // a hop count, which Fastify 5 takes as trusting no proxy at all
   ['TRUST_PROXY', '10.0.0.0/99'],
   ['TRUST_PROXY', '::1/129'],
+  ['TRUST_PROXY', '0.0.0.0/0'], // every address: that is TRUST_PROXY=true
   ['EXPORT_CONCURRENCY', '10'], // not below the default pool of 10 connections
 ]) {
   test(`${name}=${value} is refused with a message naming it`, () => {
