@@ -36,9 +36,10 @@ export function createExportProducer({ db, exportsDir, rowsPerFile }: ProducerOp
         const dir = exportDir(exportsDir, job.export_id);
         await fs.rm(dir, { recursive: true, force: true }); // an attempt that published, then lost its commit
         await fs.rename(attemptDir, dir);
-        // What earlier attempts of this export left: a crashed worker's, or a late one's still being written.
+        // What earlier attempts of this export left: a crashed worker's, or a late one's still being
+        // written. Best effort: a leftover must not fail the attempt that won.
         const earlier = (await fs.readdir(attemptsDir)).filter((name) => name.startsWith(`${job.export_id}-`));
-        await Promise.all(earlier.map((name) => fs.rm(path.join(attemptsDir, name), { recursive: true, force: true })));
+        await Promise.all(earlier.map((name) => fs.rm(path.join(attemptsDir, name), { recursive: true, force: true }).catch(() => {})));
       };
       return { files, warn, publish, discard };
     } catch (error) {
