@@ -112,4 +112,4 @@ async function benchStore(store: Store): Promise<string[][]> {
 }
 
 const header = ['store', 'export', 'to SUCCESS s', 'rows', 'MB', 'peak RSS MB'];
-await benchEachStore(header, benchStore);
+await benchEachStore(header, 2, benchStore);

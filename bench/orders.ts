@@ -168,4 +168,4 @@ console.log(
     `${CONNECTIONS} connections, ${SECONDS} s a phase`,
 );
 console.log(`validation alone (JSON parsing and the schema): ${Math.round(validationAlone()).toLocaleString('en-US')} orders/s on one core`);
-await benchEachStore(header, benchStore);
+await benchEachStore(header, 2, benchStore);

@@ -56,9 +56,9 @@ const RUNS = Number(process.env.BENCH_RUNS ?? 1);
  * Runs a benchmark on a new database of the PostgreSQL server of DATABASE_URL (default: the
  * local one; skipped, saying why, when it fails there) and on a new embedded store, BENCH_RUNS
  * times (default 1), then prints the rows it measured as one table under `header`: each run's,
- * and with several runs the median of every figure.
+ * and with several runs the median of every figure, rows matched by their first `labels` cells.
  */
-export async function benchEachStore(header: string[], bench: (store: Store) => Promise<string[][]>): Promise<void> {
+export async function benchEachStore(header: string[], labels: number, bench: (store: Store) => Promise<string[][]>): Promise<void> {
   const runs: string[][][] = [];
   for (let run = 1; run <= RUNS; run++) {
     const rows: string[][] = [];
@@ -74,15 +74,10 @@ export async function benchEachStore(header: string[], bench: (store: Store) => 
   }
   if (RUNS > 1) {
     console.log(`\nmedians of ${RUNS} runs`);
-    // Rows are matched by their labels (the cells before the first figure): a run may lack a store.
-    const label = (row: string[]) => row.filter((cell) => !isFigure(cell)).join(' ');
-    printTable(
-      header,
-      runs[0]!.map((row) => {
-        const same = runs.map((rows) => rows.find((other) => label(other) === label(row))).filter((found) => found !== undefined);
-        return row.map((cell, c) => medianCell(same.map((other) => other[c]!)));
-      }),
-    );
+    const label = (row: string[]) => row.slice(0, labels).join('\u0000');
+    const rowsByLabel = new Map<string, string[][]>();
+    for (const row of runs.flat()) rowsByLabel.set(label(row), [...(rowsByLabel.get(label(row)) ?? []), row]);
+    printTable(header, [...rowsByLabel.values()].map((same) => same[0]!.map((_, c) => medianCell(same.map((row) => row[c]!)))));
   }
 }
 
@@ -91,11 +86,9 @@ function printTable(header: string[], rows: string[][]) {
   for (const line of [header, ...rows]) console.log(line.map((cell, i) => cell.padStart(widths[i]!)).join('  '));
 }
 
-const isFigure = (cell: string) => /^-?[\d,]+(\.\d+)?$/.test(cell);
-
 /** The median of one cell over the runs, written as the first run wrote it; a label stays as it is. */
 function medianCell(cells: string[]): string {
-  if (!cells.every(isFigure)) return cells[0]!;
+  if (!cells.every((cell) => /^-?[\d,]+(\.\d+)?$/.test(cell))) return cells[0]!;
   const values = cells.map((cell) => Number(cell.replaceAll(',', '')));
   values.sort((a, b) => a - b);
   const middle = values.length / 2;
