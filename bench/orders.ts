@@ -104,10 +104,10 @@ async function httpPhases(store: Store, processes: number) {
   const server = await startServer(store, processes > 1 ? { WEB_CONCURRENCY: String(processes) } : {});
   try {
     const post = orderPoster(server);
-    const prefix = `h${processes}-`;
-    const inserts = await runPhase(post, batchesWithIds(prefix), SECONDS);
+    const bodies = batchesWithIds(`h${processes}-`);
+    const inserts = await runPhase(post, bodies, SECONDS);
     // The same orders again: every row exists, so each is an update.
-    const updates = await runPhase(post, (sequence) => batchesWithIds(prefix)(sequence % inserts.batches), SECONDS);
+    const updates = await runPhase(post, (sequence) => bodies(sequence % inserts.batches), SECONDS);
     return { server, inserts, updates, rss: server.peakRssMb() };
   } finally {
     await server.stop();

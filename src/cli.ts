@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 import { Command, InvalidArgumentError } from 'commander';
 import { createClientRepository, type ClientRepository } from './clients/repository.js';
-import { loadConfig } from './config.js';
+import { MAX_API_PROCESSES, loadConfig } from './config.js';
 import { openDatabase } from './db/index.js';
 import { migrate } from './db/migrate.js';
 import { serve } from './cluster.js';
@@ -31,7 +31,9 @@ program
   .command('serve')
   .description('start the production and UAT APIs')
   .option('--workers <n>', 'API processes sharing the ports (default: WEB_CONCURRENCY, or 1)', (value) => {
-    if (!/^\d+$/.test(value) || Number(value) < 1 || Number(value) > 1024) throw new InvalidArgumentError('must be a whole number from 1 to 1024');
+    if (!/^\d+$/.test(value) || Number(value) < 1 || Number(value) > MAX_API_PROCESSES) {
+      throw new InvalidArgumentError(`must be a whole number from 1 to ${MAX_API_PROCESSES}`);
+    }
     return Number(value);
   })
   .action(async ({ workers }: { workers?: number }) => {

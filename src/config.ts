@@ -53,6 +53,9 @@ export interface Config {
 
 export class ConfigError extends Error {}
 
+/** The most API processes `tributary serve` runs (WEB_CONCURRENCY, --workers). */
+export const MAX_API_PROCESSES = 1024;
+
 const MIB = 1024 * 1024;
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
@@ -66,7 +69,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     host,
     port,
     uatPort: integer(env, 'UAT_PORT', 8081, { max: 65535 }),
-    apiProcesses: integer(env, 'WEB_CONCURRENCY', 1, { min: 1, max: 1024 }),
+    apiProcesses: integer(env, 'WEB_CONCURRENCY', 1, { min: 1, max: MAX_API_PROCESSES }),
     databaseUrl: env.DATABASE_URL || undefined,
     databasePoolSize,
     databaseQueryTimeoutMs: integer(env, 'DATABASE_QUERY_TIMEOUT_MS', 60_000, { min: 1 }),

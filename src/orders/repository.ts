@@ -42,18 +42,18 @@ export function createOrderRepository(db: Database) {
    * "updated" to what it holds, only to be returned; the error then rolls the request back.
    */
   async function attachAliases(tx: Queryable, tenant: Tenant, aliases: readonly AliasToAttach[]): Promise<number> {
-    const positions = new Map<string, number[]>();
+    // Each alias once, with the request positions it was given at: a row may be the target of one
+    // conflict per statement.
+    const byKey = new Map<string, { alias: AliasToAttach; positions: number[] }>();
     aliases.forEach((alias, n) => {
       const key = `${alias.type}\u0000${alias.id}`;
-      const at = positions.get(key) ?? [];
+      const seen = byKey.get(key);
+      if (!seen) return void byKey.set(key, { alias, positions: [n] });
       // The routes refuse one alias for two orders of a request; this keeps the guarantee here too.
-      if (at.length > 0 && aliases[at[0]!]!.order_id !== alias.order_id) {
-        throw new AliasConflictError([{ index: n, attached_to: aliases[at[0]!]!.order_id }]);
-      }
-      positions.set(key, [...at, n]);
+      if (seen.alias.order_id !== alias.order_id) throw new AliasConflictError([{ index: n, attached_to: seen.alias.order_id }]);
+      seen.positions.push(n);
     });
-    // Each alias once: a row may be the target of one conflict per statement.
-    const distinct = [...positions.values()].map(([first]) => aliases[first!]!);
+    const distinct = [...byKey.values()].map(({ alias }) => alias);
     if (distinct.length === 0) return 0;
     // Sorted as the key is (byte-wise), so that concurrent requests lock alias keys in one order.
     const rows = await tx.query<{ type: string; id: string; order_id: string }>(
@@ -66,8 +66,8 @@ export function createOrderRepository(db: Database) {
       [tenant.clientId, tenant.environment, aliasRecords(distinct)],
     );
     const conflicts = rows.flatMap((row) => {
-      const at = positions.get(`${row.type}\u0000${row.id}`)!;
-      return row.order_id === aliases[at[0]!]!.order_id ? [] : at.map((index) => ({ index, attached_to: row.order_id }));
+      const { alias, positions } = byKey.get(`${row.type}\u0000${row.id}`)!;
+      return row.order_id === alias.order_id ? [] : positions.map((index) => ({ index, attached_to: row.order_id }));
     });
     if (conflicts.length > 0) throw new AliasConflictError(conflicts.sort((a, b) => a.index - b.index));
     return rows.length;
