@@ -20,7 +20,7 @@ import { exportFileRoutes, exportRoutes } from './exports/routes.js';
 import { healthRoutes } from './health.js';
 import { ApiError, registerErrorHandling, sendError } from './http/errors.js';
 import { registerJsonBody, registerQueryCheck } from './http/json-body.js';
-import { createValidatorCompiler } from './http/validation.js';
+import { createValidatorCompiler } from './http/request-validator.js';
 import { createOrderRepository } from './orders/repository.js';
 import { orderRoutes } from './orders/routes.js';
 import { createRateLimits, registerRateLimits, type RateLimits } from './rate-limit/limits.js';

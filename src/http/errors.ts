@@ -1,6 +1,5 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { isDatabaseUnavailable } from '../db/database.js';
-import { partOf, toErrorItems } from './validation.js';
 
 /** One problem with a request: where (`loc`), what (`msg`) and a machine code (`type`). */
 export interface ErrorItem {
@@ -31,13 +30,34 @@ export class ApiError extends Error {
   }
 }
 
-export function invalidRequestMessage(errors: readonly ErrorItem[]): string {
-  return `Invalid request: ${errors.length} problem${errors.length === 1 ? '' : 's'} found`;
+/**
+ * The most problems an error answer lists: enough to fix a batch by, and a bound on the size of
+ * the answer whatever the request. The message says how many there were.
+ */
+export const MAX_LISTED_PROBLEMS = 100;
+/** Validation stops counting there: a request with more problems is answered "10000 or more". */
+export const MAX_COUNTED_PROBLEMS = 10_000;
+
+function invalidRequestMessage(count: number, countStopped = false): string {
+  const listed = count > MAX_LISTED_PROBLEMS ? `; the first ${MAX_LISTED_PROBLEMS} are listed` : '';
+  const counted = countStopped ? `${MAX_COUNTED_PROBLEMS} or more` : String(count);
+  return `Invalid request: ${counted} problem${count === 1 ? '' : 's'} found${listed}`;
 }
 
 /** The error for a request that breaks rules a schema cannot express. */
 export function invalidRequest(errors: ErrorItem[], status: 400 | 422 = 400): ApiError {
-  return new ApiError(status, invalidRequestMessage(errors), errors);
+  return new ApiError(status, invalidRequestMessage(errors.length), errors);
+}
+
+/** A request that failed its schema: the problems listed, and how many there were in all. */
+export class ValidationFailure extends Error {
+  constructor(
+    readonly problems: ErrorItem[],
+    total: number,
+    countStopped: boolean,
+  ) {
+    super(invalidRequestMessage(total, countStopped));
+  }
 }
 
 declare module 'fastify' {
@@ -84,7 +104,8 @@ function orderIdAt(body: unknown, pointer: string): string | undefined {
   return orderId;
 }
 
-export function sendError(reply: FastifyReply, status: number, message: string, errors: ErrorItem[] | null = null, extra = {}) {
+export function sendError(reply: FastifyReply, status: number, message: string, allErrors: ErrorItem[] | null = null, extra = {}) {
+  const errors = allErrors && allErrors.slice(0, MAX_LISTED_PROBLEMS);
   for (const item of errors ?? []) {
     if (item.order_id !== undefined || !item.loc.startsWith('body')) continue;
     const orderId = orderIdAt(reply.request.body, item.loc.slice('body'.length));
@@ -103,10 +124,8 @@ export function registerErrorHandling(app: FastifyInstance) {
       reply.headers(error.headers);
       return sendError(reply, error.statusCode, error.message, error.errors, error.extra);
     }
-    if (error.validation) {
-      const errors = toErrorItems(error.validation as never, partOf(error.validationContext));
-      const status = request.routeOptions.config.validationStatus ?? 400;
-      return sendError(reply, status, invalidRequestMessage(errors), errors);
+    if (error instanceof ValidationFailure) {
+      return sendError(reply, request.routeOptions.config.validationStatus ?? 400, error.message, error.problems);
     }
     const status = error.statusCode ?? 500;
     if (status >= 400 && status < 500) {

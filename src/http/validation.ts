@@ -1,7 +1,6 @@
 import net from 'node:net';
 import { Ajv, type AnySchemaObject, type ErrorObject, type KeywordDefinition, type SchemaObject } from 'ajv';
 import addFormatsPlugin from 'ajv-formats';
-import type { FastifySchemaCompiler } from 'fastify';
 import { isDate, isDateTime, isWholeHour } from '../date-time.js';
 import type { ErrorItem } from './errors.js';
 
@@ -94,9 +93,9 @@ const distinct = keyword('x-distinct', 'object', ([a, b]: [string, string], data
 const EMAIL = /^[^\s@]+@[^\s@.]+(?:\.[^\s@.]+)+$/u;
 export const isEmail = (value: string) => value.length <= 254 && EMAIL.test(value);
 
-function createAjv(options: { coerceTypes: boolean }): Ajv {
+export function createAjv(options: { coerceTypes: boolean; allErrors: boolean }): Ajv {
   const ajv = new Ajv({
-    allErrors: true,
+    allErrors: options.allErrors,
     verbose: true,
     coerceTypes: options.coerceTypes,
     useDefaults: true,
@@ -117,23 +116,14 @@ function createAjv(options: { coerceTypes: boolean }): Ajv {
   return ajv;
 }
 
-/**
- * Bodies are validated strictly (a string is never a number). Query strings and path parameters
- * arrive as text, so their validator converts "2" to 2 where the schema asks for a number.
- */
-export function createValidatorCompiler(): FastifySchemaCompiler<SchemaObject> {
-  const strict = createAjv({ coerceTypes: false });
-  const coercing = createAjv({ coerceTypes: true });
-  return ({ schema, httpPart }) => (httpPart === 'body' ? strict : coercing).compile(schema);
-}
-
 /** Where a validated value came from, as named in an error's `loc`. */
 export type Part = 'body' | 'query' | 'path' | 'header';
 
 const FASTIFY_PARTS: Record<string, Part> = { body: 'body', querystring: 'query', params: 'path', headers: 'header' };
 
-export function partOf(validationContext: string | undefined): Part {
-  return FASTIFY_PARTS[validationContext ?? 'body'] ?? 'body';
+/** The part of a request that Fastify names `httpPart`. */
+export function partOf(httpPart: string | undefined): Part {
+  return FASTIFY_PARTS[httpPart ?? 'body'] ?? 'body';
 }
 
 const TYPES: Record<string, string> = {
