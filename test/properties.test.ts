@@ -6,10 +6,10 @@ import type { LightMyRequestResponse } from 'fastify';
 import { BREAKDOWN_KEYS, METRICS, isOrderMetric } from '../src/exports/catalog.js';
 import { DIMENSION_COLUMNS } from '../src/exports/rows.js';
 import { ExportRequest, PERIOD_TYPES } from '../src/exports/schema.js';
-import { MAX_AMOUNT, OrderBatch } from '../src/orders/schema.js';
+import { AMOUNT_BOUNDS, OrderBatch } from '../src/orders/schema.js';
 import { COUNTRY_CODES, CURRENCY_CODES } from '../src/reference-codes.js';
 import { daily, hourly, type SpendCollection } from '../src/spend/collection.js';
-import { KEY_FIELDS, MAX_MEASURE, spendSchemas } from '../src/spend/schema.js';
+import { KEY_FIELDS, MEASURE_BOUNDS, spendSchemas } from '../src/spend/schema.js';
 import { assertErrorEnvelope, startService, type TestClient } from './helpers.js';
 
 /*
@@ -313,8 +313,10 @@ const atMostOneOf = (a: string, aValue: fc.Arbitrary<string>, b: string, bValue:
 
 const amount = fc.oneof(
   fc.integer({ min: -1_000_000, max: 100_000_000 }).map((cents) => cents / 100),
-  fc.double({ max: MAX_AMOUNT, noNaN: true, noDefaultInfinity: true }),
-  fc.constantFrom(0, 0.1, 12345678901234.56, MAX_AMOUNT),
+  fc
+    .double({ min: AMOUNT_BOUNDS.minimum, max: AMOUNT_BOUNDS.maximum, noNaN: true })
+    .map((value) => Number(value.toFixed(AMOUNT_BOUNDS.decimals))),
+  fc.constantFrom(0, 0.1, 12345678901234.56, AMOUNT_BOUNDS.minimum, AMOUNT_BOUNDS.maximum),
 );
 const hashed = fc.oneof(fc.stringMatching(/^[0-9a-f]{64}$/), text());
 
@@ -425,7 +427,7 @@ const measure = fc.oneof(
   fc.nat({ max: 100_000_000 }).map((cents) => cents / 100),
   fc.nat({ max: 1_000_000_000 }).map((n) => n * 100_000),
   fc.nat().map((n) => n / 1e12),
-  fc.constantFrom(0, MAX_MEASURE, '', null),
+  fc.constantFrom(0, MEASURE_BOUNDS.maximum, '', null),
 );
 
 const periodOf: Record<SpendCollection['timeField'], fc.Arbitrary<string>> = {

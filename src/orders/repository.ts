@@ -1,5 +1,7 @@
 import type { Tenant } from '../auth/tenant.js';
 import type { Database, Queryable } from '../db/index.js';
+import { exactNumberCheck } from '../http/exact-numbers.js';
+import { AMOUNT_BOUNDS } from './schema.js';
 
 export interface AliasToAttach {
   order_id: string;
@@ -31,6 +33,8 @@ export interface DateRange {
 const ALIAS_RECORDS = `jsonb_to_recordset($3::jsonb) AS a(order_id text, type text, id text, n int)`;
 const aliasRecords = (aliases: readonly AliasToAttach[]) =>
   JSON.stringify(aliases.map(({ order_id, type, id }, n) => ({ order_id, type, id, n })));
+
+const checkAmounts = exactNumberCheck(AMOUNT_BOUNDS);
 
 export type OrderRepository = ReturnType<typeof createOrderRepository>;
 
@@ -100,18 +104,8 @@ export function createOrderRepository(db: Database) {
       });
     },
 
-    /**
-     * Which of the numbers at `pointers` (JSON Pointers into `json`) are above `limit`, compared
-     * as exact decimals: a binary float cannot tell 100000000000000.001 from 100000000000000.
-     */
-    async numbersAbove(json: string, pointers: readonly string[], limit: number): Promise<string[]> {
-      const rows = await db.query<{ pointer: string }>(
-        `SELECT p AS pointer FROM unnest($2::text[]) AS p
-          WHERE ($1::jsonb #> string_to_array(substr(p, 2), '/'))::numeric > $3::numeric`,
-        [json, pointers, limit],
-      );
-      return rows.map((row) => row.pointer);
-    },
+    /** Amounts of `json` out of bounds as exact decimals, which their binary floats may hide. */
+    amountProblems: (json: string) => checkAmounts(db, json),
 
     /** Attaches aliases to existing orders; throws when an order is unknown or an alias taken. */
     addAliases(tenant: Tenant, aliases: readonly AliasToAttach[]) {

@@ -7,7 +7,6 @@ import { AliasConflictError, UnknownOrdersError, type AliasToAttach, type OrderR
 import {
   AliasRequest,
   AliasResult,
-  MAX_AMOUNT,
   OrderBatch,
   OrderListQuery,
   OrderPage,
@@ -19,20 +18,6 @@ import { orderWarnings } from './warnings.js';
 const plural = (count: number, noun: string, nouns = `${noun}s`) => `${count} ${count === 1 ? noun : nouns}`;
 
 const errors = { 400: ErrorEnvelope, 401: ErrorEnvelope };
-
-/**
- * Pointers to the amounts of a batch that a binary float reads as exactly the maximum: they may
- * be above it by less than a float can tell, and are then checked as exact decimals.
- */
-function amountsAtMaximum(batch: readonly Order[]): string[] {
-  const at = (pointer: string, values: Record<string, unknown>, fields: readonly string[]) =>
-    fields.filter((field) => values[field] === MAX_AMOUNT).map((field) => `${pointer}/${field}`);
-  return batch.flatMap((order, o) => [
-    ...at(`/${o}`, order, ['tax', 'purchase_total', 'shipping_cost', 'discount_amount']),
-    ...order.products.flatMap((product, p) => at(`/${o}/products/${p}`, product, ['quantity', 'price'])),
-    ...(order.refunds ?? []).flatMap((refund, r) => at(`/${o}/refunds/${r}`, refund, ['quantity', 'refund_amount', 'refund_cost'])),
-  ]);
-}
 
 /** An alias of the request, with where the request gave it. */
 interface RequestedAlias extends AliasToAttach {
@@ -80,17 +65,11 @@ function conflictError(error: AliasConflictError, aliases: readonly RequestedAli
 
 export const orderRoutes: FastifyPluginAsyncTypebox<{ orders: OrderRepository }> = async (app, { orders }) => {
   /**
-   * Rules the schema cannot hold: an alias claimed by two orders of the request, and amounts
-   * above the maximum by less than a binary float can tell (checked as exact decimals).
+   * Rules the schema cannot hold: an alias claimed by two orders of the request, and amounts out
+   * of bounds by less than a binary float can tell (checked as exact decimals).
    */
-  async function checkBatch(batch: readonly Order[], batchJson: string, aliases: readonly RequestedAlias[]) {
-    const problems = aliasesGivenTwice(aliases);
-    const atMaximum = amountsAtMaximum(batch);
-    if (atMaximum.length > 0) {
-      for (const pointer of await orders.numbersAbove(batchJson, atMaximum, MAX_AMOUNT)) {
-        problems.push({ loc: `body${pointer}`, msg: `Must be at most ${MAX_AMOUNT}`, type: 'maximum' });
-      }
-    }
+  async function checkBatch(batchJson: string, aliases: readonly RequestedAlias[]) {
+    const problems = [...aliasesGivenTwice(aliases), ...(await orders.amountProblems(batchJson))];
     if (problems.length > 0) throw invalidRequest(problems);
   }
 
@@ -108,7 +87,7 @@ export const orderRoutes: FastifyPluginAsyncTypebox<{ orders: OrderRepository }>
     async (request) => {
       const batch = request.body;
       const aliases = aliasesOf(batch);
-      await checkBatch(batch, request.rawBody!, aliases);
+      await checkBatch(request.rawBody!, aliases);
       let result = { inserted: batch.length, updated: 0 };
       if (!request.tenant.dryRun) {
         try {

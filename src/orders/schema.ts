@@ -1,13 +1,28 @@
 import { Type, type Static } from 'typebox';
 import { COUNTRY_CODES, CURRENCY_CODES } from '../reference-codes.js';
 import { PageQuery, pageOf } from '../http/pagination.js';
+import type { NumberBounds } from '../http/exact-numbers.js';
 import { DateTime, Identifier, NonEmptyString, Text } from '../http/schemas.js';
 
-export const MAX_AMOUNT = 100_000_000_000_000;
 export const MAX_ORDERS_PER_REQUEST = 1000;
 export const MAX_ALIASES_PER_REQUEST = 2500;
 
-const Amount = (description: string) => Type.Number({ maximum: MAX_AMOUNT, description });
+/**
+ * The specification's maximum, its mirror as the minimum (discounts may be sent negative), and a
+ * dozen decimal places, as spend has: an amount then reads back in at most 29 characters.
+ */
+export const AMOUNT_BOUNDS: NumberBounds = { minimum: -100_000_000_000_000, maximum: 100_000_000_000_000, decimals: 12 };
+
+/** Bounds on what one order may list: far past real orders, and a bound on what one costs to check, store and read. */
+export const ORDER_LIST_LIMITS = { products: 1000, refunds: 1000, codesOrTags: 250, aliases: 100 };
+
+const Amount = (description: string) =>
+  Type.Number({
+    minimum: AMOUNT_BOUNDS.minimum,
+    maximum: AMOUNT_BOUNDS.maximum,
+    description: `${description} At most ${AMOUNT_BOUNDS.decimals} decimal places.`,
+  });
+const TextList = (maxItems: number) => Type.Array(Text(), { uniqueItems: true, maxItems });
 const DUPLICATE_PRODUCTS = 'Cannot include duplicate product IDs';
 
 export const Product = Type.Object(
@@ -68,9 +83,9 @@ const orderProperties = {
   hashed_customer_phone_number: Type.Optional(Text('SHA-256 of the E.164 phone number.')),
   customer_name: Type.Optional(Text()),
   customer_ip_address: Type.Optional(Type.String({ format: 'ip', maxLength: 64, description: 'IPv4 or IPv6 address.' })),
-  discount_codes: Type.Optional(Type.Array(Text(), { uniqueItems: true })),
+  discount_codes: Type.Optional(TextList(ORDER_LIST_LIMITS.codesOrTags)),
   discount_amount: Type.Optional(Amount('Total discount, in the order currency.')),
-  order_tags: Type.Optional(Type.Array(Text(), { uniqueItems: true })),
+  order_tags: Type.Optional(TextList(ORDER_LIST_LIMITS.codesOrTags)),
   tax: Amount('Tax, in the order currency.'),
   is_recurring_order: Type.Optional(Type.Boolean()),
   currency: Type.String({
@@ -81,15 +96,20 @@ const orderProperties = {
   purchase_total: Amount('Amount collected from the customer, taxes, shipping and fees included.'),
   products: Type.Array(Product, {
     minItems: 1,
+    maxItems: ORDER_LIST_LIMITS.products,
     'x-unique-by': ['id', 'variant_id'],
     'x-messages': { minItems: 'Must have at least one product', 'x-unique-by': DUPLICATE_PRODUCTS },
   }),
   refunds: Type.Optional(
-    Type.Array(Refund, { 'x-unique-by': ['product_id', 'variant_id'], 'x-messages': { 'x-unique-by': DUPLICATE_PRODUCTS } }),
+    Type.Array(Refund, {
+      maxItems: ORDER_LIST_LIMITS.refunds,
+      'x-unique-by': ['product_id', 'variant_id'],
+      'x-messages': { 'x-unique-by': DUPLICATE_PRODUCTS },
+    }),
   ),
   customer_shipping_address: Type.Optional(ShippingAddress),
   shipping_cost: Amount('Amount paid for shipping.'),
-  alternate_order_ids: Type.Optional(Type.Array(Alias, { description: 'Aliases to add to the order.' })),
+  alternate_order_ids: Type.Optional(Type.Array(Alias, { maxItems: ORDER_LIST_LIMITS.aliases, description: 'Aliases to add to the order.' })),
 };
 
 export const Order = Type.Object(orderProperties, {

@@ -1,14 +1,10 @@
 import type { Tenant } from '../auth/tenant.js';
 import type { Database } from '../db/index.js';
 import type { SpendCollection } from './collection.js';
-import { MAX_MEASURE, MAX_MEASURE_DECIMALS, MEASURES } from './schema.js';
+import { exactNumberCheck } from '../http/exact-numbers.js';
+import { MEASURE_BOUNDS } from './schema.js';
 
-/** A measure of a request's record that is out of bounds as an exact decimal. */
-export interface MeasureProblem {
-  index: number;
-  field: (typeof MEASURES)[number];
-  problem: 'minimum' | 'maximum' | 'decimals';
-}
+const checkMeasures = exactNumberCheck(MEASURE_BOUNDS);
 
 /** An inclusive range of periods, written as the API writes them (date-times or dates). */
 export interface PeriodRange {
@@ -99,22 +95,8 @@ export function createSpendRepository(db: Database, collection: SpendCollection)
   const one = async (sql: string, params: unknown[]) => (await db.query<{ items: string }>(sql, params))[0]!.items;
 
   return {
-    /**
-     * The measures of `bodyJson` out of bounds as exact decimals. A JSON parser hands over
-     * binary floats, in which -1e-400 is -0 and 100000000000000.001 is the maximum; the
-     * database reads the text as it is, and stores it so.
-     */
-    measureProblems: (bodyJson: string) =>
-      db.query<MeasureProblem>(
-        `SELECT (t.n - 1)::int AS index, f.field,
-                CASE WHEN v < 0 THEN 'minimum' WHEN v > $2::numeric THEN 'maximum' ELSE 'decimals' END AS problem
-           FROM jsonb_array_elements($1::jsonb -> 'data') WITH ORDINALITY AS t(r, n)
-          CROSS JOIN unnest($4::text[]) AS f(field)
-          CROSS JOIN LATERAL (SELECT (r->>f.field)::numeric AS v) AS x
-          WHERE jsonb_typeof(r->f.field) = 'number' AND (v < 0 OR v > $2::numeric OR scale(v) > $3)
-          ORDER BY t.n, f.field`,
-        [bodyJson, MAX_MEASURE, MAX_MEASURE_DECIMALS, MEASURES],
-      ),
+    /** Measures of `bodyJson` out of bounds as exact decimals, which their binary floats may hide. */
+    measureProblems: (bodyJson: string) => checkMeasures(db, bodyJson),
 
     /** Inserts or overwrites the records of `bodyJson` (`{"data": [...]}`, as received); answers them in request order. */
     upsert: (tenant: Tenant, bodyJson: string) => one(upsertSql, [bodyJson, tenant.clientId, tenant.environment]),

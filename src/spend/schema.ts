@@ -1,4 +1,5 @@
 import { Type, type Static, type TSchema } from 'typebox';
+import type { NumberBounds } from '../http/exact-numbers.js';
 import { PageQuery, pageOf } from '../http/pagination.js';
 import { MAX_TEXT_LENGTH } from '../http/schemas.js';
 import { CURRENCY_CODES } from '../reference-codes.js';
@@ -6,9 +7,7 @@ import type { SpendCollection } from './collection.js';
 
 export const MAX_RECORDS_PER_REQUEST = 1000;
 /** Bounds of spend, impressions and clicks: order amounts' maximum, and a dozen decimal places. */
-export const MAX_MEASURE = 100_000_000_000_000;
-export const MAX_MEASURE_DECIMALS = 12;
-export const MEASURES = ['spend', 'impressions', 'clicks'] as const;
+export const MEASURE_BOUNDS: NumberBounds = { minimum: 0, maximum: 100_000_000_000_000, decimals: 12 };
 
 const Text = (description: string, maxLength = MAX_TEXT_LENGTH) => Type.String({ description, maxLength });
 const TextOrEmpty = (description: string, maxLength = MAX_TEXT_LENGTH) =>
@@ -21,10 +20,10 @@ const Measure = (description: string, options: object = {}) =>
   Type.Unsafe<number | '' | null>({
     // JSON Schema keywords apply to their own types only: minimum to numbers, maxLength to strings.
     type: ['number', 'string', 'null'],
-    minimum: 0,
-    maximum: MAX_MEASURE,
+    minimum: MEASURE_BOUNDS.minimum,
+    maximum: MEASURE_BOUNDS.maximum,
     maxLength: 0,
-    description: `${description} From 0 to ${MAX_MEASURE}, at most ${MAX_MEASURE_DECIMALS} decimal places; null or "" mean 0.`,
+    description: `${description} From 0 to ${MEASURE_BOUNDS.maximum}, at most ${MEASURE_BOUNDS.decimals} decimal places; null or "" mean 0.`,
     'x-messages': { type: NOT_A_MEASURE, maxLength: NOT_A_MEASURE },
     ...options,
   });
