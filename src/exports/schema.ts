@@ -15,6 +15,9 @@ const Choice = <T extends string>(values: readonly T[], fallback: T, description
   Type.Optional(Type.Unsafe<T>({ type: 'string', enum: values, default: fallback, description }));
 const Flag = (description: string) => Type.Optional(Type.Boolean({ default: false, description }));
 
+const ATTRIBUTION_WINDOWS = ['1', '3', '7', '14', '30', '60', '90'];
+const ACCOUNTING_MODES = ['cash', 'accrual'];
+
 /** Fields that send the file to the caller's own bucket in the hosted API; not offered here. */
 export const BUCKET_FIELDS = ['bucket_name', 'aws_role', 'region'] as const;
 
@@ -46,6 +49,7 @@ export const ExportRequest = Type.Object(
           { additionalProperties: false },
         ),
         {
+          maxItems: BREAKDOWN_KEYS.length,
           description: 'Labels that split the rows of ad objects; see GET /v1/exports/breakdowns.',
           'x-unique-by': ['key'],
           'x-messages': { 'x-unique-by': 'Each breakdown key may be given once' },
@@ -67,9 +71,11 @@ export const ExportRequest = Type.Object(
     attribution_options: Type.Optional(
       Type.Object(
         {
-          attribution_models: Type.Optional(Type.Array(Identifier('An attribution model id.'), { description: 'See GET /v1/exports/attribution-models.' })),
-          attribution_windows: Type.Optional(Type.Array(Type.Unsafe<string>({ type: 'string', enum: ['1', '3', '7', '14', '30', '60', '90'] }))),
-          accounting_modes: Type.Optional(Type.Array(Type.Unsafe<string>({ type: 'string', enum: ['cash', 'accrual'] }))),
+          attribution_models: Type.Optional(
+            Type.Array(Identifier('An attribution model id.'), { maxItems: 16, description: 'See GET /v1/exports/attribution-models.' }),
+          ),
+          attribution_windows: Type.Optional(Type.Array(Type.Unsafe<string>({ type: 'string', enum: ATTRIBUTION_WINDOWS }), { maxItems: ATTRIBUTION_WINDOWS.length })),
+          accounting_modes: Type.Optional(Type.Array(Type.Unsafe<string>({ type: 'string', enum: ACCOUNTING_MODES }), { maxItems: ACCOUNTING_MODES.length })),
         },
         { additionalProperties: false },
       ),
@@ -88,7 +94,7 @@ export const ExportRequest = Type.Object(
         },
         { additionalProperties: false },
       ),
-      { minItems: 1, 'x-unique-by': ['id'], 'x-messages': { 'x-unique-by': 'Each metric may be asked for once' } },
+      { minItems: 1, maxItems: METRIC_IDS.length, 'x-unique-by': ['id'], 'x-messages': { 'x-unique-by': 'Each metric may be asked for once' } },
     ),
     export_file_name: Type.Optional(Type.String({ minLength: 3, maxLength: 100, pattern: '^[A-Za-z0-9_-]+$' })),
   },
