@@ -31,6 +31,8 @@ export interface Config {
   exportLinkTtlSeconds: number;
   /** How long a claimed export stays its worker's without a renewal: how long a dead worker's export waits. */
   exportLeaseSeconds: number;
+  /** Exports of one client (production and UAT together) running at once across every process. */
+  exportMaxRunningPerClient: number;
   /** Where rate-limit counters are shared by several processes; unset, each process counts alone. */
   redisUrl: string | undefined;
   /** Rate limits; 0 turns one off. */
@@ -83,6 +85,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     exportConcurrency,
     exportLinkTtlSeconds: integer(env, 'EXPORT_LINK_TTL_SECONDS', 7 * 24 * 3600, { min: 1 }),
     exportLeaseSeconds: integer(env, 'EXPORT_LEASE_SECONDS', 60, { min: 1 }),
+    exportMaxRunningPerClient: integer(env, 'EXPORT_MAX_RUNNING_PER_CLIENT', 2, { min: 1 }),
     redisUrl: env.REDIS_URL || undefined,
     orderWriteBytesPerMinute: integer(env, 'ORDER_WRITE_BYTES_PER_MINUTE', 30 * MIB),
     exportCreatesPerMinute: integer(env, 'EXPORT_CREATES_PER_MINUTE', 60),

@@ -23,6 +23,7 @@ test('defaults: ports 8080 and 8081 on 127.0.0.1, embedded store in ./data, no a
     exportConcurrency: 1,
     exportLinkTtlSeconds: 604800,
     exportLeaseSeconds: 60,
+    exportMaxRunningPerClient: 2,
     redisUrl: undefined,
     orderWriteBytesPerMinute: 30 * 1024 * 1024,
     exportCreatesPerMinute: 60,
@@ -54,6 +55,7 @@ test('every variable is read', () => {
     EXPORT_CONCURRENCY: '3',
     EXPORT_LINK_TTL_SECONDS: '3600',
     EXPORT_LEASE_SECONDS: '5',
+    EXPORT_MAX_RUNNING_PER_CLIENT: '4',
     REDIS_URL: 'redis://cache:6379',
     ORDER_WRITE_BYTES_PER_MINUTE: '1000000',
     EXPORT_CREATES_PER_MINUTE: '0',
@@ -82,6 +84,7 @@ test('every variable is read', () => {
     exportConcurrency: 3,
     exportLinkTtlSeconds: 3600,
     exportLeaseSeconds: 5,
+    exportMaxRunningPerClient: 4,
     redisUrl: 'redis://cache:6379',
     orderWriteBytesPerMinute: 1000000,
     exportCreatesPerMinute: 0,
@@ -112,6 +115,7 @@ for (const [name, value] of <[string, string][]>[
   ['TRUST_PROXY', '::1/129'],
   ['TRUST_PROXY', '0.0.0.0/0'], // every address: that is TRUST_PROXY=true
   ['EXPORT_CONCURRENCY', '10'], // not below the default pool of 10 connections
+  ['EXPORT_MAX_RUNNING_PER_CLIENT', '0'], // no client's export would ever run
 ]) {
   test(`${name}=${value} is refused with a message naming it`, () => {
     assert.throws(() => loadConfig({ [name]: value }), (error: Error) => error instanceof ConfigError && error.message.includes(name));

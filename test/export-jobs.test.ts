@@ -13,6 +13,9 @@ import { createTestDatabase, tempDir } from './helpers.js';
 const store = await createTestDatabase();
 after(() => store.drop());
 const jobs = createExportJobs(store.db);
+/** Room for every job a test here has running at once: the per-client limit has tests of its own (export-fairness). */
+const MAX_RUNNING = 10;
+const claim = (leaseSeconds: number) => jobs.claim(leaseSeconds, MAX_RUNNING);
 
 async function newTenant(): Promise<Tenant> {
   const client = await createClientRepository(store.db).create('exports');
@@ -41,19 +44,19 @@ async function finished(tenant: Tenant, ids: string[]): Promise<ExportJob[]> {
  * moved past the first claim's instant, which on a fast store can take a few tries.
  */
 async function claimAfterExpiry(): Promise<ExportJob | undefined> {
-  let job = await jobs.claim(30);
-  for (let tries = 0; !job && tries < 100; tries++) job = await jobs.claim(30);
+  let job = await claim(30);
+  for (let tries = 0; !job && tries < 100; tries++) job = await claim(30);
   return job;
 }
 
 function worker(overrides: Partial<ExportWorkerOptions> & Pick<ExportWorkerOptions, 'produce'>) {
-  return startExportWorker({ jobs, concurrency: 2, leaseSeconds: 30, pollMs: 10, maxAttempts: 3, ...overrides });
+  return startExportWorker({ jobs, concurrency: 2, leaseSeconds: 30, maxRunningPerClient: MAX_RUNNING, pollMs: 10, maxAttempts: 3, ...overrides });
 }
 
 test('claims take the oldest free job, each job by one claimant only', async () => {
   const tenant = await newTenant();
   const ids = await createJobs(tenant, 3);
-  const claims = await Promise.all([jobs.claim(30), jobs.claim(30), jobs.claim(30), jobs.claim(30)]);
+  const claims = await Promise.all([claim(30), claim(30), claim(30), claim(30)]);
   const claimed = claims.filter((job) => job && job.client_id === tenant.clientId).map((job) => job!.export_id);
   assert.deepEqual([...claimed].sort(), [...ids].sort(), 'every job claimed once, none twice');
   for (const job of claims.filter(Boolean)) await jobs.finish(job!, { status: 'SUCCESS', files: [] });
@@ -62,12 +65,12 @@ test('claims take the oldest free job, each job by one claimant only', async () 
 test('a job whose lease ran out (its worker died) is claimed again; a finished job is finished once', async () => {
   const tenant = await newTenant();
   const [id] = await createJobs(tenant, 1);
-  const first = await jobs.claim(0); // a lease that is over at once: the worker "died"
+  const first = await claim(0); // a lease that is over at once: the worker "died"
   assert.equal(first?.export_id, id);
   const second = await claimAfterExpiry();
   assert.equal(second?.export_id, id);
   assert.equal(second?.attempts, 2);
-  assert.equal(await jobs.claim(30), undefined, 'a live lease is not taken');
+  assert.equal(await claim(30), undefined, 'a live lease is not taken');
   assert.equal(await jobs.finish(second!, { status: 'SUCCESS', files: ['a.csv'] }), true);
   assert.equal(await jobs.finish(first!, { status: 'ERROR', reason: 'late' }), false, 'the dead worker cannot finish it again');
   const job = await jobs.find(tenant, id!);
@@ -95,7 +98,7 @@ test('two workers run every job exactly once', async () => {
 test('a job whose worker died mid-way is completed by another worker', async () => {
   const tenant = await newTenant();
   const [id] = await createJobs(tenant, 1);
-  await jobs.claim(0); // claimed, then the worker vanished without finishing
+  await claim(0); // claimed, then the worker vanished without finishing
   const survivor = worker({ produce: async () => ({ files: ['out.csv'] }) });
   const [job] = await finished(tenant, [id!]);
   await survivor.stop();
@@ -140,7 +143,7 @@ test('stopping a worker hands the jobs in hand back, untouched', async () => {
   const job = await jobs.find(tenant, id!);
   assert.equal(job?.status, 'PENDING');
   assert.equal(job?.attempts, 0);
-  const again = await jobs.claim(30);
+  const again = await claim(30);
   assert.equal(again?.export_id, id, 'another worker can take it at once');
   await jobs.finish(again!, { status: 'SUCCESS', files: [] });
 });
@@ -166,10 +169,10 @@ test('a worker that lost its lease stops its run and cannot finish the job', asy
   // Another worker takes the job whose lease ran out (polling: a renewal in flight locks the row,
   // and a claim skips locked rows).
   const deadline = Date.now() + 10_000;
-  let taken = await jobs.claim(30);
+  let taken = await claim(30);
   while (!taken && Date.now() < deadline) {
     await new Promise((resolve) => setTimeout(resolve, 20));
-    taken = await jobs.claim(30);
+    taken = await claim(30);
   }
   assert.equal(taken?.export_id, id);
   while (!aborted && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
@@ -204,7 +207,7 @@ test('an attempt that lost its lease never writes over the files of the attempt 
       export_file_name: 'spend',
     };
     await jobs.create(tenant, exportId, request, {});
-    const formerHolder = await jobs.claim(0); // its lease is over at once: it does not know yet
+    const formerHolder = await claim(0); // its lease is over at once: it does not know yet
     const holder = await claimAfterExpiry();
     assert.equal(holder?.export_id, exportId);
     assert.equal(formerHolder?.export_id, exportId);

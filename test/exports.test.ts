@@ -15,6 +15,7 @@ function exportWorker(dir: string, overrides: { leaseSeconds?: number; maxAttemp
     produce: createExportProducer({ db: service.db, exportsDir: dir, rowsPerFile: 3 }),
     concurrency: 1,
     leaseSeconds: 30,
+    maxRunningPerClient: service.config.exportMaxRunningPerClient,
     pollMs: 10,
     maxAttempts: 3,
     ...overrides,

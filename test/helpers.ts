@@ -184,6 +184,7 @@ export async function startExportingService(worker: Partial<ExportWorkerOptions>
     produce: createExportProducer({ db: service.db, exportsDir, rowsPerFile: 1000 }),
     concurrency: 1,
     leaseSeconds: 30,
+    maxRunningPerClient: service.config.exportMaxRunningPerClient,
     pollMs: 10,
     maxAttempts: 3,
     ...worker,

@@ -307,7 +307,9 @@ test(
         // Five busy processes on a small test machine are not an overloaded server (as in startService).
         OVERLOAD_EVENT_LOOP_DELAY_MS: '0',
       });
-      const workerEnv = { ...shared, EXPORT_CONCURRENCY: String(WORKER_SLOTS) };
+      // Every slot of both workers may hold one of the client's exports at once (the per-client
+      // limit has tests of its own: export-fairness).
+      const workerEnv = { ...shared, EXPORT_CONCURRENCY: String(WORKER_SLOTS), EXPORT_MAX_RUNNING_PER_CLIENT: String(2 * WORKER_SLOTS) };
 
       // All four at once on the empty database: their migrations queue on the advisory lock.
       const starting = await Promise.allSettled([

@@ -17,6 +17,7 @@ export function startExports(config: Config, db: Database, logger?: Logger) {
     produce: createExportProducer({ db, exportsDir: config.exportsDir, rowsPerFile: ROWS_PER_FILE }),
     concurrency: config.exportConcurrency,
     leaseSeconds: config.exportLeaseSeconds,
+    maxRunningPerClient: config.exportMaxRunningPerClient,
     pollMs: POLL_MS,
     maxAttempts: MAX_ATTEMPTS,
     logger: logger?.child({ component: 'exports' }),

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { Tenant } from '../auth/tenant.js';
 import type { Database } from '../db/index.js';
 
@@ -24,11 +25,46 @@ const JOB = `client_id, environment, export_id, request, status, files, warn, at
 /** The job, as long as the lease of `job` is still the one it holds. */
 const HELD = 'client_id = $1 AND environment = $2 AND export_id = $3 AND lease_token = $4 AND status = \'PENDING\'';
 const held = (job: ExportJob) => [job.client_id, job.environment, job.export_id, job.lease_token];
+/** A pending job whose lease is free: never taken, handed back, or run out (its worker died). */
+const FREE = '(lease_expires_at IS NULL OR lease_expires_at < now())';
+/** A pending job whose lease has not run out: it counts as running. */
+const RUNNING = 'lease_expires_at >= now()';
+/** Clients a claim tries, best placed first, before it leaves the rest to the next poll. */
+const CANDIDATE_CLIENTS = 5;
 
 export type ExportJobs = ReturnType<typeof createExportJobs>;
 
 /** The export job store: what the API creates and reads, and what workers claim and finish. */
 export function createExportJobs(db: Database) {
+  /**
+   * Leases the client's oldest free job if fewer than `maxRunning` of its jobs are running.
+   * The claims of one client take turns on a lock of its row, so each counts the leases the
+   * claims before it committed: two at once cannot both take the client's last place. A row
+   * lock rather than an advisory lock: it stays on the client's shard under Citus, with the
+   * client's jobs, and needs no key space of its own; FOR NO KEY UPDATE lets the foreign-key
+   * checks of the client's writes through. SKIP LOCKED passes over a job a late worker is
+   * renewing or finishing.
+   */
+  function claimOf(clientId: string, leaseSeconds: number, maxRunning: number, excluding: readonly string[]) {
+    return db.transaction(async (tx) => {
+      await tx.query('SELECT 1 FROM clients WHERE client_id = $1 FOR NO KEY UPDATE', [clientId]);
+      const [job] = await tx.query<ExportJob>(
+        `UPDATE exports
+            SET attempts = attempts + 1, lease_token = $2, lease_expires_at = now() + make_interval(secs => $3)
+          WHERE client_id = $1 AND (environment, export_id) = (
+                 SELECT environment, export_id FROM exports
+                  WHERE client_id = $1 AND status = 'PENDING' AND ${FREE} AND export_id <> ALL ($5::uuid[])
+                    AND (SELECT count(*) FROM exports WHERE client_id = $1 AND status = 'PENDING' AND ${RUNNING}) < $4
+                  ORDER BY created_at
+                  LIMIT 1
+                    FOR UPDATE SKIP LOCKED)
+         RETURNING ${JOB}`,
+        [clientId, randomUUID(), leaseSeconds, maxRunning, excluding],
+      );
+      return job;
+    });
+  }
+
   return {
     async create(tenant: Tenant, exportId: string, request: object, warn: object): Promise<ExportJob> {
       const [job] = await db.query<ExportJob>(
@@ -48,26 +84,37 @@ export function createExportJobs(db: Database) {
     },
 
     /**
-     * Takes the oldest pending job whose lease is free (never taken, or expired because its
-     * worker died), other than those in `excluding`, and leases it for `leaseSeconds` under a
-     * new token. SKIP LOCKED lets any number of workers claim at once without waiting on, or
-     * taking, each other's job.
+     * Leases a pending job whose lease is free, other than those in `excluding`, for
+     * `leaseSeconds` under a new token. The job is the oldest of a client with fewer than
+     * `maxRunningPerClient` jobs running (its production and UAT exports together): of the
+     * client with the fewest running, then of the one whose last export finished longest ago
+     * (never, first). So one client's queue never holds up another's: a client that queued
+     * many exports waits its turn after each. Finding the clients locks nothing and may read
+     * every client's jobs; the claim itself is about one client (see claimOf).
      */
-    async claim(leaseSeconds: number, excluding: readonly string[] = []): Promise<ExportJob | undefined> {
-      const [job] = await db.query<ExportJob>(
-        `UPDATE exports
-            SET attempts = attempts + 1, lease_token = gen_random_uuid(), lease_expires_at = now() + make_interval(secs => $1)
-          WHERE (client_id, environment, export_id) = (
-                 SELECT client_id, environment, export_id FROM exports
-                  WHERE status = 'PENDING' AND (lease_expires_at IS NULL OR lease_expires_at < now())
-                    AND export_id <> ALL ($2::uuid[])
-                  ORDER BY created_at
-                  LIMIT 1
-                    FOR UPDATE SKIP LOCKED)
-         RETURNING ${JOB}`,
-        [leaseSeconds, excluding],
+    async claim(leaseSeconds: number, maxRunningPerClient: number, excluding: readonly string[] = []): Promise<ExportJob | undefined> {
+      const candidates = await db.query<{ client_id: string }>(
+        `SELECT queued.client_id
+           FROM (SELECT client_id,
+                        count(*) FILTER (WHERE ${RUNNING}) AS running,
+                        min(created_at) FILTER (WHERE ${FREE} AND export_id <> ALL ($2::uuid[])) AS oldest_free
+                   FROM exports
+                  WHERE status = 'PENDING'
+                  GROUP BY client_id) AS queued
+           LEFT JOIN LATERAL (SELECT finished_at FROM exports AS done
+                               WHERE done.client_id = queued.client_id AND finished_at IS NOT NULL
+                               ORDER BY finished_at DESC
+                               LIMIT 1) AS last ON true
+          WHERE queued.oldest_free IS NOT NULL AND queued.running < $1
+          ORDER BY queued.running, last.finished_at NULLS FIRST, queued.oldest_free
+          LIMIT $3`,
+        [maxRunningPerClient, excluding, CANDIDATE_CLIENTS],
       );
-      return job;
+      for (const { client_id } of candidates) {
+        const job = await claimOf(client_id, leaseSeconds, maxRunningPerClient, excluding);
+        if (job) return job;
+      }
+      return undefined;
     },
 
     /** Extends the lease of a job being worked on; false when the lease was lost (it ran out and another worker took the job). */

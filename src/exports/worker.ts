@@ -17,6 +17,8 @@ export interface ExportWorkerOptions {
   concurrency: number;
   /** How long a claimed job stays this worker's without a renewal; a dead worker's job waits that long. */
   leaseSeconds: number;
+  /** Jobs of one client running at once across every worker: no claim takes one more. */
+  maxRunningPerClient: number;
   /** How often an idle worker looks for work. */
   pollMs: number;
   /** Attempts after which a job that keeps failing (or killing its worker) ends as ERROR. */
@@ -50,7 +52,7 @@ const MIN_RENEWAL_MS = 1000;
  * only the holder of its current lease can finish it.
  */
 export function startExportWorker(options: ExportWorkerOptions): ExportWorker {
-  const { jobs, produce, concurrency, leaseSeconds, pollMs, maxAttempts, logger } = options;
+  const { jobs, produce, concurrency, leaseSeconds, maxRunningPerClient, pollMs, maxAttempts, logger } = options;
   const stopping = new AbortController();
   const wakers = new Set<() => void>();
   // Jobs this process is running. Never claimed again here, even when a lease could not be
@@ -116,7 +118,7 @@ export function startExportWorker(options: ExportWorkerOptions): ExportWorker {
   async function slot() {
     while (!stopping.signal.aborted) {
       try {
-        const job = await jobs.claim(leaseSeconds, [...running]);
+        const job = await jobs.claim(leaseSeconds, maxRunningPerClient, [...running]);
         if (job) await run(job);
         else await idle();
       } catch (error) {
