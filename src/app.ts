@@ -151,10 +151,9 @@ export async function buildApp({ config, db, environment, logger, onExportCreate
     }
     await api.register(exportRoutes, {
       prefix: '/v1/exports',
-      jobs: createExportJobs(db),
+      jobs: createExportJobs(db, { linkTtlSeconds: config.exportLinkTtlSeconds }),
       breakdowns: createBreakdownCatalog(db),
       signer,
-      linkTtlSeconds: config.exportLinkTtlSeconds,
       onCreated: onExportCreated,
     });
   });

@@ -12,7 +12,7 @@ import { createTestDatabase, tempDir } from './helpers.js';
 
 const store = await createTestDatabase();
 after(() => store.drop());
-const jobs = createExportJobs(store.db);
+const jobs = createExportJobs(store.db, { linkTtlSeconds: 3600 });
 
 async function newTenant(): Promise<Tenant> {
   const client = await createClientRepository(store.db).create('exports');

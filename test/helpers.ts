@@ -180,7 +180,7 @@ export async function startExportingService(worker: Partial<ExportWorkerOptions>
   const exportsDir = tempDir();
   const service = await startService({ EXPORTS_DIR: exportsDir });
   const exports = startExportWorker({
-    jobs: createExportJobs(service.db),
+    jobs: createExportJobs(service.db, { linkTtlSeconds: service.config.exportLinkTtlSeconds }),
     produce: createExportProducer({ db: service.db, exportsDir, rowsPerFile: 1000 }),
     concurrency: 1,
     leaseSeconds: 30,
