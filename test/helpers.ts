@@ -295,3 +295,26 @@ export function assertErrorEnvelope(response: LightMyRequestResponse, status: nu
   }
   return body;
 }
+
+/** Rows of an RFC 4180 CSV text (CRLF line ends; quoted cells may hold commas, quotes and line breaks). */
+export function parseCsv(csv: string): string[][] {
+  const rows: string[][] = [];
+  let row: string[] = [];
+  let cell = '';
+  let quoted = false;
+  for (let i = 0; i < csv.length; i++) {
+    const char = csv[i]!;
+    if (quoted && char === '"') {
+      if (csv[i + 1] === '"') cell += csv[++i];
+      else quoted = false;
+    } else if (quoted) cell += char;
+    else if (char === '"') quoted = true;
+    else if (char === ',') [row, cell] = [[...row, cell], ''];
+    else if (char === '\r' && csv[i + 1] === '\n') {
+      rows.push([...row, cell]);
+      [row, cell, i] = [[], '', i + 1];
+    } else cell += char;
+  }
+  assert.equal(cell + row.join(''), '', 'the CSV ends with a line break');
+  return rows;
+}
