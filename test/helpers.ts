@@ -318,3 +318,13 @@ export function parseCsv(csv: string): string[][] {
   assert.equal(cell + row.join(''), '', 'the CSV ends with a line break');
   return rows;
 }
+
+/** The result of an export once it is no longer PENDING (within 30 s). */
+export async function finishedExport(app: TestApp, client: Pick<TestClient, 'headers'>, id: string): Promise<{ status: string; result: string[]; finished_at: string; warn: object }> {
+  for (const deadline = Date.now() + 30_000; Date.now() < deadline; await new Promise((resolve) => setTimeout(resolve, 20))) {
+    const response = await app.inject({ method: 'GET', url: `/v1/exports/data-export/result/${id}`, headers: client.headers });
+    assert.equal(response.statusCode, 200, response.body);
+    if (response.json().status !== 'PENDING') return response.json();
+  }
+  assert.fail('the export stayed PENDING');
+}
