@@ -78,6 +78,11 @@ export async function buildApp({ config, db, environment, logger, onExportCreate
   app.addHook('preClose', async () => {
     closing = true;
   });
+  // Answers hold clients' data, keys and download links: no cache may keep one, error answers
+  // included. Every answer, public ones too: none is worth caching, and no route can forget it.
+  app.addHook('onRequest', async (_request, reply) => {
+    reply.header('cache-control', 'no-store');
+  });
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
     if (closing) {
@@ -151,10 +156,9 @@ export async function buildApp({ config, db, environment, logger, onExportCreate
     }
     await api.register(exportRoutes, {
       prefix: '/v1/exports',
-      jobs: createExportJobs(db),
+      jobs: createExportJobs(db, { linkTtlSeconds: config.exportLinkTtlSeconds }),
       breakdowns: createBreakdownCatalog(db),
       signer,
-      linkTtlSeconds: config.exportLinkTtlSeconds,
       onCreated: onExportCreated,
     });
   });

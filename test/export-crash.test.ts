@@ -47,7 +47,7 @@ test('a worker process killed in the middle of an export leaves it to another, w
     await locker.query('BEGIN');
     await locker.query('LOCK TABLE spend_hourly IN ACCESS EXCLUSIVE MODE');
     await store.withStore((db) =>
-      createExportJobs(db).create(
+      createExportJobs(db, { linkTtlSeconds: 3600 }).create(
         tenant,
         exportId,
         {
@@ -60,7 +60,7 @@ test('a worker process killed in the middle of an export leaves it to another, w
         {},
       ),
     );
-    const find = () => store.withStore((db) => createExportJobs(db).find(tenant, exportId));
+    const find = () => store.withStore((db) => createExportJobs(db, { linkTtlSeconds: 3600 }).find(tenant, exportId));
     await until('the first worker to claim the export', async () => {
       const found = await find();
       return found?.attempts === 1 ? found : undefined;

@@ -18,7 +18,7 @@ after(async () => {
   await service.close();
   fs.rmSync(exportsDir, { recursive: true, force: true });
 });
-const jobs = createExportJobs(service.db);
+const jobs = createExportJobs(service.db, { linkTtlSeconds: service.config.exportLinkTtlSeconds });
 /** The default setting. */
 const MAX_RUNNING = service.config.exportMaxRunningPerClient;
 

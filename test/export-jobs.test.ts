@@ -12,7 +12,7 @@ import { createTestDatabase, tempDir } from './helpers.js';
 
 const store = await createTestDatabase();
 after(() => store.drop());
-const jobs = createExportJobs(store.db);
+const jobs = createExportJobs(store.db, { linkTtlSeconds: 3600 });
 /** Room for every job a test here has running at once: the per-client limit has tests of its own (export-fairness). */
 const MAX_RUNNING = 10;
 const claim = (leaseSeconds: number) => jobs.claim(leaseSeconds, MAX_RUNNING);

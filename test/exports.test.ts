@@ -11,7 +11,7 @@ const service = await startService({ EXPORTS_DIR: exportsDir, PUBLIC_URL: 'https
 /** A worker over this file's store, writing files of 3 rows into `dir`. */
 function exportWorker(dir: string, overrides: { leaseSeconds?: number; maxAttempts?: number } = {}) {
   return startExportWorker({
-    jobs: createExportJobs(service.db),
+    jobs: createExportJobs(service.db, { linkTtlSeconds: service.config.exportLinkTtlSeconds }),
     produce: createExportProducer({ db: service.db, exportsDir: dir, rowsPerFile: 3 }),
     concurrency: 1,
     leaseSeconds: 30,

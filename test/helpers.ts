@@ -180,7 +180,7 @@ export async function startExportingService(worker: Partial<ExportWorkerOptions>
   const exportsDir = tempDir();
   const service = await startService({ EXPORTS_DIR: exportsDir });
   const exports = startExportWorker({
-    jobs: createExportJobs(service.db),
+    jobs: createExportJobs(service.db, { linkTtlSeconds: service.config.exportLinkTtlSeconds }),
     produce: createExportProducer({ db: service.db, exportsDir, rowsPerFile: 1000 }),
     concurrency: 1,
     leaseSeconds: 30,
@@ -295,4 +295,37 @@ export function assertErrorEnvelope(response: LightMyRequestResponse, status: nu
     }
   }
   return body;
+}
+
+/** Rows of an RFC 4180 CSV text (CRLF line ends; quoted cells may hold commas, quotes and line breaks). */
+export function parseCsv(csv: string): string[][] {
+  const rows: string[][] = [];
+  let row: string[] = [];
+  let cell = '';
+  let quoted = false;
+  for (let i = 0; i < csv.length; i++) {
+    const char = csv[i]!;
+    if (quoted && char === '"') {
+      if (csv[i + 1] === '"') cell += csv[++i];
+      else quoted = false;
+    } else if (quoted) cell += char;
+    else if (char === '"') quoted = true;
+    else if (char === ',') [row, cell] = [[...row, cell], ''];
+    else if (char === '\r' && csv[i + 1] === '\n') {
+      rows.push([...row, cell]);
+      [row, cell, i] = [[], '', i + 1];
+    } else cell += char;
+  }
+  assert.equal(cell + row.join(''), '', 'the CSV ends with a line break');
+  return rows;
+}
+
+/** The result of an export once it is no longer PENDING (within 30 s). */
+export async function finishedExport(app: TestApp, client: Pick<TestClient, 'headers'>, id: string): Promise<{ status: string; result: string[]; finished_at: string; warn: object }> {
+  for (const deadline = Date.now() + 30_000; Date.now() < deadline; await new Promise((resolve) => setTimeout(resolve, 20))) {
+    const response = await app.inject({ method: 'GET', url: `/v1/exports/data-export/result/${id}`, headers: client.headers });
+    assert.equal(response.statusCode, 200, response.body);
+    if (response.json().status !== 'PENDING') return response.json();
+  }
+  assert.fail('the export stayed PENDING');
 }

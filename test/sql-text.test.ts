@@ -3,7 +3,7 @@ import { after, describe, test } from 'node:test';
 import type { LightMyRequestResponse } from 'fastify';
 import { OrderBatch } from '../src/orders/schema.js';
 import { daily, hourly, type SpendCollection } from '../src/spend/collection.js';
-import { ADMIN_TOKEN, assertErrorEnvelope, startExportingService, type TestClient } from './helpers.js';
+import { ADMIN_TOKEN, assertErrorEnvelope, parseCsv, startExportingService, type TestClient } from './helpers.js';
 
 /*
  * Every SQL statement takes client text as a parameter, never pasted into it: text that would
@@ -263,29 +263,6 @@ for (const collection of [hourly, daily]) {
 // ---------------------------------------------------------------------------------------------
 // Exports, breakdowns, clients
 
-/** Rows of an RFC 4180 CSV text (CRLF line ends; quoted cells may hold commas, quotes and line breaks). */
-function parseCsv(csv: string): string[][] {
-  const rows: string[][] = [];
-  let row: string[] = [];
-  let cell = '';
-  let quoted = false;
-  for (let i = 0; i < csv.length; i++) {
-    const char = csv[i]!;
-    if (quoted && char === '"') {
-      if (csv[i + 1] === '"') cell += csv[++i];
-      else quoted = false;
-    } else if (quoted) cell += char;
-    else if (char === '"') quoted = true;
-    else if (char === ',') [row, cell] = [[...row, cell], ''];
-    else if (char === '\r' && csv[i + 1] === '\n') {
-      rows.push([...row, cell]);
-      [row, cell, i] = [[], '', i + 1];
-    } else cell += char;
-  }
-  assert.equal(cell + row.join(''), '', 'the CSV ends with a line break');
-  return rows;
-}
-
 async function finishedExport(client: TestClient, id: string): Promise<Json> {
   for (const deadline = Date.now() + 30_000; Date.now() < deadline; await new Promise((resolve) => setTimeout(resolve, 20))) {
     const result = await ok(send(client, 'GET', `/v1/exports/data-export/result/${id}`));
@@ -307,7 +284,8 @@ describe('exports', () => {
         time_granularity: 'DAILY',
         period_type: 'FIXED',
         period_options: { period_starting_at: `${DAY}T00:00:00Z`, period_ending_at: `${DAY}T23:59:59Z` },
-        options: { include_ids: true },
+        // Cells as stored: `-- ` would otherwise be written as text for spreadsheets (export-safety.test.ts).
+        options: { include_ids: true, escape_formulas: false },
         breakdowns: [
           { key: 'platform', values: TEXTS },
           { key: 'account', values: [...TEXTS, "' OR ''='"] },

@@ -7,6 +7,16 @@ export function csvLine(cells: readonly string[]): string {
   return `${cells.map((cell) => (/[",\r\n]/.test(cell) ? `"${cell.replace(/"/g, '""')}"` : cell)).join(',')}\r\n`;
 }
 
+/** First characters that can make a spreadsheet take a cell for a formula (OWASP's list). */
+const FORMULA_START = /^[=+\-@\t\r]/;
+
+/**
+ * A cell that spreadsheets show as text and never run: one starting like a formula gets a
+ * leading `'` (OWASP's CSV injection defence). By the first character alone, so `-5` becomes
+ * `'-5` too: a reader cannot tell `-5` from `-5+A1` without parsing formulas.
+ */
+const asSpreadsheetText = (cell: string) => (FORMULA_START.test(cell) ? `'${cell}` : cell);
+
 export interface CsvOutput {
   dir: string;
   /** File names are `<baseName>.csv`, or `<baseName>-1.csv`, `-2`, … when the rows need several. */
@@ -14,6 +24,8 @@ export interface CsvOutput {
   header: readonly string[];
   /** The query's column of each header cell. */
   columns: readonly string[];
+  /** Columns of text the client chose, whose cells are written with `asSpreadsheetText`. */
+  spreadsheetTextColumns: readonly string[];
   rowsPerFile: number;
   /** A column whose distinct values are counted (to say when an export holds several currencies). */
   distinctOf: string;
@@ -45,6 +57,7 @@ export async function writeCsv(tx: Queryable, sql: string, params: readonly unkn
     file = undefined;
   };
 
+  const asText = output.columns.map((column) => output.spreadsheetTextColumns.includes(column));
   await tx.query(`DECLARE export_rows NO SCROLL CURSOR FOR ${sql}`, params);
   try {
     await open(undefined);
@@ -65,7 +78,10 @@ export async function writeCsv(tx: Queryable, sql: string, params: readonly unkn
           }
           await open(files.length + 1);
         }
-        const cells = output.columns.map((column) => (row[column] === null ? '' : String(row[column])));
+        const cells = output.columns.map((column, index) => {
+          const cell = row[column] === null ? '' : String(row[column]);
+          return asText[index] ? asSpreadsheetText(cell) : cell;
+        });
         distinct.add(String(row[output.distinctOf]));
         text += csvLine(cells);
         rowsInFile++;

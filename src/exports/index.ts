@@ -13,7 +13,7 @@ const MAX_ATTEMPTS = 3;
 /** The export worker of a process, as the configuration says. */
 export function startExports(config: Config, db: Database, logger?: Logger) {
   return startExportWorker({
-    jobs: createExportJobs(db),
+    jobs: createExportJobs(db, { linkTtlSeconds: config.exportLinkTtlSeconds }),
     produce: createExportProducer({ db, exportsDir: config.exportsDir, rowsPerFile: ROWS_PER_FILE }),
     concurrency: config.exportConcurrency,
     leaseSeconds: config.exportLeaseSeconds,

@@ -18,10 +18,12 @@ export interface ExportJob {
   /** ISO-8601, UTC. */
   created_at: string;
   finished_at: string | null;
+  /** When the download links of a SUCCESS job stop working: fixed as it finishes. ISO-8601, UTC. */
+  links_expire_at: string | null;
 }
 
 const JOB = `client_id, environment, export_id, request, status, files, warn, attempts, lease_token,
-  utc_iso(created_at) AS created_at, utc_iso(finished_at) AS finished_at`;
+  utc_iso(created_at) AS created_at, utc_iso(finished_at) AS finished_at, utc_iso(links_expire_at) AS links_expire_at`;
 /** The job, as long as the lease of `job` is still the one it holds. */
 const HELD = 'client_id = $1 AND environment = $2 AND export_id = $3 AND lease_token = $4 AND status = \'PENDING\'';
 const held = (job: ExportJob) => [job.client_id, job.environment, job.export_id, job.lease_token];
@@ -34,8 +36,11 @@ const CANDIDATE_CLIENTS = 5;
 
 export type ExportJobs = ReturnType<typeof createExportJobs>;
 
-/** The export job store: what the API creates and reads, and what workers claim and finish. */
-export function createExportJobs(db: Database) {
+/**
+ * The export job store: what the API creates and reads, and what workers claim and finish. The
+ * download links of a job that succeeds work for `linkTtlSeconds` from the moment it finished.
+ */
+export function createExportJobs(db: Database, { linkTtlSeconds }: { linkTtlSeconds: number }) {
   /**
    * Leases the client's oldest free job if fewer than `maxRunning` of its jobs are running.
    * The claims of one client take turns on a lock of its row, so each counts the leases the
@@ -138,6 +143,8 @@ export function createExportJobs(db: Database) {
      * Finishes a job, if its lease is still held: so a job finishes once, by its last claimant.
      * `publish` (putting the files where downloads find them) runs before the commit, under the
      * row's lock: a former holder finishing at the same moment waits, then finds its lease gone.
+     * Its links' expiry is counted from the same instant as finished_at, on the database's clock
+     * like every other time of a job; a failed job has none.
      */
     finish(
       job: ExportJob,
@@ -147,7 +154,8 @@ export function createExportJobs(db: Database) {
       return db.transaction(async (tx) => {
         const rows = await tx.query(
           `UPDATE exports
-              SET status = $5, files = $6, warn = warn || $7::jsonb, finished_at = now(), lease_token = NULL, lease_expires_at = NULL
+              SET status = $5, files = $6, warn = warn || $7::jsonb, finished_at = now(),
+                  links_expire_at = now() + make_interval(secs => $8), lease_token = NULL, lease_expires_at = NULL
             WHERE ${HELD}
             RETURNING 1`,
           [
@@ -155,6 +163,7 @@ export function createExportJobs(db: Database) {
             outcome.status,
             outcome.status === 'SUCCESS' ? outcome.files : [],
             JSON.stringify(outcome.status === 'ERROR' ? { error: outcome.reason } : (outcome.warn ?? {})),
+            outcome.status === 'SUCCESS' ? linkTtlSeconds : null,
           ],
         );
         if (rows.length === 0) return false;

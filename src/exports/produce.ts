@@ -6,7 +6,7 @@ import { writeCsv } from './csv.js';
 import type { ExportJob } from './jobs.js';
 import { resolvePeriod } from './period.js';
 import type { ExportRequest } from './schema.js';
-import { exportRowsSql, type Granularity, type Level } from './rows.js';
+import { CLIENT_TEXT_COLUMNS, exportRowsSql, type Granularity, type Level } from './rows.js';
 
 export interface ProducerOptions {
   db: Database;
@@ -80,6 +80,8 @@ export function createExportProducer({ db, exportsDir, rowsPerFile }: ProducerOp
           baseName: request.export_file_name ?? `export-${job.created_at.slice(0, 10)}`,
           header: [...dimensions, ...request.metrics.map((metric) => labelOf(metric.id, metric.label))],
           columns: [...dimensions, ...request.metrics.map((metric) => metric.id)],
+          // Unset when the request had no options, or was stored before the option existed: on, as by default.
+          spreadsheetTextColumns: (options.escape_formulas ?? true) ? CLIENT_TEXT_COLUMNS : [],
           rowsPerFile,
           distinctOf: 'currency',
         },

@@ -7,7 +7,7 @@ import { ApiError, invalidRequest, type ErrorItem } from '../http/errors.js';
 import { ErrorEnvelope } from '../http/schemas.js';
 import type { BreakdownCatalog } from './breakdowns.js';
 import { METRICS, isOrderMetric } from './catalog.js';
-import type { ExportJobs } from './jobs.js';
+import type { ExportJob, ExportJobs } from './jobs.js';
 import type { LinkSigner } from './links.js';
 import { PeriodError, resolvePeriod } from './period.js';
 import { BUCKET_FIELDS, ExportRequest } from './schema.js';
@@ -40,7 +40,6 @@ export interface ExportRouteOptions {
   jobs: ExportJobs;
   breakdowns: BreakdownCatalog;
   signer: LinkSigner;
-  linkTtlSeconds: number;
   /** Called when an export is created, so that a worker of this process can start on it at once. */
   onCreated: () => void;
 }
@@ -96,7 +95,13 @@ function checkRequest(request: ExportRequest): { problems: ErrorItem[]; ignored:
 }
 
 /** Create and poll exports, and the catalogs of what an export can hold. */
-export const exportRoutes: FastifyPluginAsyncTypebox<ExportRouteOptions> = async (app, { jobs, breakdowns, signer, linkTtlSeconds, onCreated }) => {
+export const exportRoutes: FastifyPluginAsyncTypebox<ExportRouteOptions> = async (app, { jobs, breakdowns, signer, onCreated }) => {
+  /** The links of a successful export, signed with the expiry fixed when it finished: polling again never extends them. */
+  const downloadLinks = (job: ExportJob) => {
+    const expires = Math.floor(Date.parse(job.links_expire_at!) / 1000);
+    return job.files.map((file) => signer.link(job.export_id, file, expires));
+  };
+
   app.post(
     '/data-export',
     {
@@ -148,11 +153,10 @@ export const exportRoutes: FastifyPluginAsyncTypebox<ExportRouteOptions> = async
     async (request) => {
       const job = request.tenant.dryRun ? undefined : await jobs.find(request.tenant, request.params.export_id);
       if (!job) throw new ApiError(404, 'No export with this id');
-      const expires = Math.floor(Date.now() / 1000) + linkTtlSeconds;
       return {
         data_export_id: job.export_id,
         status: job.status,
-        result: job.status === 'SUCCESS' ? job.files.map((file) => signer.link(job.export_id, file, expires)) : [],
+        result: job.status === 'SUCCESS' ? downloadLinks(job) : [],
         created_at: job.created_at,
         finished_at: job.finished_at,
         warn: job.warn,

@@ -42,8 +42,14 @@ const BREAKDOWNS: Record<BreakdownKey, Dimension> = { platform: PLATFORM, accoun
 /** The columns of a dimension: its own, and its id when ids are included and it has a name apart. */
 const columnsOf = ({ column, name }: Dimension, includeIds: boolean) => (name && includeIds ? [column, `${column}_id`] : [column]);
 
+/**
+ * The columns whose text the client chose (in its spend records): names and ids of platforms,
+ * accounts and ad objects. The other columns are ours: dates, `kind`, a currency from a fixed list.
+ */
+export const CLIENT_TEXT_COLUMNS = [PLATFORM, ACCOUNT, ...OBJECTS].flatMap((dimension) => columnsOf(dimension, true));
+
 /** Every column an export may have before its metrics. */
-export const DIMENSION_COLUMNS = ['date', ...[PLATFORM, ACCOUNT, ...OBJECTS].flatMap((dimension) => columnsOf(dimension, true)), 'kind', 'currency'];
+export const DIMENSION_COLUMNS = ['date', ...CLIENT_TEXT_COLUMNS, 'kind', 'currency'];
 
 const SPEND_COLUMNS = 'platform_name, platform_account_id, campaign_id, adset_id, ad_id, campaign_name, adset_name, ad_name, spend, spend_currency, impressions, clicks';
 const UNITS: Record<Exclude<Granularity, 'HOURLY'>, string> = { DAILY: 'day', WEEKLY: 'week', MONTHLY: 'month' };

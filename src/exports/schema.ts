@@ -64,6 +64,13 @@ export const ExportRequest = Type.Object(
           aggregate_data: Flag('Ignore the campaign, adset and ad levels.'),
           include_ids: Flag('Add the ids beside the names.'),
           include_kind_and_platform: Flag('Add the platform (and kind) of each ad object.'),
+          escape_formulas: Type.Optional(
+            Type.Boolean({
+              default: true,
+              description:
+                "Write the names and ids of platforms, accounts and ad objects that begin with =, +, -, @, a tab or a carriage return after a ' so that spreadsheets show them as text instead of running them as formulas; false writes them as stored, for data pipelines. Metrics, dates and currencies are never changed.",
+            }),
+          ),
         },
         { additionalProperties: false },
       ),
