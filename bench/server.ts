@@ -8,7 +8,7 @@ import path from 'node:path';
 import readline from 'node:readline';
 import pg from 'pg';
 
-const ADMIN_TOKEN = 'bench-admin-token';
+const ADMIN_TOKEN = 'bench-admin-token-0123456789abcdef';
 const CLI = new URL('../dist/cli.js', import.meta.url).pathname;
 
 export interface Store {

@@ -14,7 +14,7 @@ export interface Config {
   /** Longest wait for one statement's answer from PostgreSQL (an export's included). */
   databaseQueryTimeoutMs: number;
   dataDir: string;
-  /** Enables the admin API when set. */
+  /** Enables the admin API when set; at least 32 characters, so that guessing it is hopeless. */
   adminToken: string | undefined;
   /** Largest request body accepted, in bytes. */
   bodyLimitBytes: number;
@@ -74,7 +74,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     databasePoolSize,
     databaseQueryTimeoutMs: integer(env, 'DATABASE_QUERY_TIMEOUT_MS', 60_000, { min: 1 }),
     dataDir,
-    adminToken: secret(env, 'ADMIN_TOKEN', 16),
+    adminToken: secret(env, 'ADMIN_TOKEN', 32),
     bodyLimitBytes: integer(env, 'BODY_LIMIT_BYTES', 32 * MIB, { min: 1 }),
     logLevel: env.LOG_LEVEL || 'info',
     exportsDir: path.resolve(env.EXPORTS_DIR || path.join(dataDir, 'exports')),

@@ -108,16 +108,91 @@ test('the UAT test credentials are limited per source address, as everyone share
   assert.equal(elsewhere.statusCode, 201, 'another address has its own budget');
 });
 
-test('an address that keeps failing to authenticate gets 429s, even with a valid key then', async () => {
+test('an IPv6 source is counted by its /64, an IPv4-mapped one as its IPv4 address', async () => {
+  const testCredentials = { authorization: 'None', 'data-client-id': 'test' };
+  const createFrom = (remoteAddress: string) =>
+    service.uat.inject({ method: 'POST', url: '/v1/exports/data-export', headers: testCredentials, payload: EXPORT, remoteAddress });
+  for (const address of ['2001:db8:7:7::1', '2001:db8:7:7::2', '2001:db8:7:7:ffff:ffff:ffff:ffff']) {
+    assert.equal((await createFrom(address)).statusCode, 201, address);
+  }
+  assertTooMany(await createFrom('2001:db8:7:7:1234::9'));
+  assert.equal((await createFrom('2001:db8:7:8::1')).statusCode, 201, 'the next /64 has its own budget');
+
+  for (let i = 0; i < 3; i++) assert.equal((await createFrom('198.51.100.99')).statusCode, 201);
+  assertTooMany(await createFrom('::ffff:198.51.100.99'));
+  assertTooMany(await createFrom('::ffff:c633:6463'));
+});
+
+/** A request to an API route with `headers`, from `remoteAddress`. */
+const attributionModels = (headers: Record<string, string>, remoteAddress: string) =>
+  service.production.inject({ method: 'GET', url: '/v1/exports/attribution-models', headers, remoteAddress });
+
+test('an address past its failed-authentication budget gets 429s for failures, while valid credentials are still served', async () => {
   const client = await service.createClient();
-  const from = (headers: Record<string, string>) =>
-    service.production.inject({ method: 'GET', url: '/v1/exports/attribution-models', headers, remoteAddress: '203.0.113.9' });
+  const address = '203.0.113.9';
   const wrong = { ...client.headers, authorization: 'trb_wrong' };
-  for (let i = 0; i < 4; i++) assertErrorEnvelope(await from(wrong), 401);
-  assertTooMany(await from(wrong));
-  assertTooMany(await from(client.headers));
-  const elsewhere = await service.production.inject({ method: 'GET', url: '/v1/exports/attribution-models', headers: client.headers });
-  assert.equal(elsewhere.statusCode, 200, 'other addresses are not blocked');
+  for (let i = 0; i < 4; i++) assertErrorEnvelope(await attributionModels(wrong, address), 401);
+  assertTooMany(await attributionModels(wrong, address));
+  assertTooMany(await attributionModels({}, address));
+  const valid = await attributionModels(client.headers, address);
+  assert.equal(valid.statusCode, 200, valid.body);
+  assert.equal(valid.headers['retry-after'], undefined);
+  assertTooMany(await attributionModels(wrong, address));
+  assertErrorEnvelope(await attributionModels(wrong, '203.0.113.10'), 401);
+});
+
+test('failed authentications from one IPv6 /64 share a budget; another /64 has its own', async () => {
+  const client = await service.createClient();
+  const wrong = { ...client.headers, authorization: 'trb_wrong' };
+  for (let i = 0; i < 4; i++) assertErrorEnvelope(await attributionModels(wrong, `2001:db8:a:b::${i + 1}`), 401);
+  assertTooMany(await attributionModels(wrong, '2001:db8:a:b:c:d:e:f'));
+  assert.equal((await attributionModels(client.headers, '2001:db8:a:b::99')).statusCode, 200, 'valid credentials are served');
+  assertErrorEnvelope(await attributionModels(wrong, '2001:db8:a:c::1'), 401);
+});
+
+test('failed admin authentications count against the address\'s budget, get 429s past it, and are logged without token or address', async () => {
+  const lines: string[] = [];
+  const app = await processApp({ AUTH_FAILURES_PER_MINUTE: '4' }, lines);
+  try {
+    const createFrom = (remoteAddress: string, authorization?: string) =>
+      app.inject({
+        method: 'POST',
+        url: '/admin/v1/clients',
+        headers: authorization === undefined ? {} : { authorization },
+        payload: { name: 'Acme' },
+        remoteAddress,
+      });
+    const address = '192.0.2.77';
+    const wrongToken = `Bearer ${'0'.repeat(64)}`;
+    assertErrorEnvelope(await createFrom(address, wrongToken), 401);
+    assertErrorEnvelope(await createFrom(address), 401);
+    // API-key failures and admin-token failures are one budget: failed authentications.
+    const apiKeyGuess = { authorization: 'trb_wrong', 'data-client-id': '00000000-0000-4000-8000-000000000000' };
+    for (let i = 0; i < 2; i++) {
+      assertErrorEnvelope(await app.inject({ method: 'GET', url: '/v1/exports/metrics', headers: apiKeyGuess, remoteAddress: address }), 401);
+    }
+    assertTooMany(await createFrom(address, wrongToken));
+    assertTooMany(await createFrom(address, `Bearer ${ADMIN_TOKEN.slice(0, -1)}`));
+    const right = await createFrom(address, `Bearer ${ADMIN_TOKEN}`);
+    assert.equal(right.statusCode, 201, 'the right token is served from an address past the budget');
+    assertErrorEnvelope(await createFrom('192.0.2.78', wrongToken), 401);
+    const [clients] = await service.db.query<{ n: number }>("SELECT count(*)::int AS n FROM clients WHERE client_id = $1 AND name = 'Acme'", [
+      right.json().client_id,
+    ]);
+    assert.equal(clients!.n, 1);
+
+    const logged = lines.map((line) => JSON.parse(line)).filter((entry) => entry.msg === 'failed admin authentication');
+    assert.deepEqual(logged.map((entry) => [entry.level, entry.refused]), [[40, false], [40, false], [40, true], [40, true], [40, false]]);
+    const sources = logged.map((entry) => entry.source);
+    assert.equal(new Set(sources.slice(0, 4)).size, 1, 'one address, one pseudonym');
+    assert.notEqual(sources[4], sources[0], 'another address, another pseudonym');
+    const log = lines.join('\n');
+    for (const secret of ['0'.repeat(64), ADMIN_TOKEN, ADMIN_TOKEN.slice(0, -1), '192.0.2.77', '192.0.2.78']) {
+      assert.ok(!log.includes(secret), `the log holds ${secret}`);
+    }
+  } finally {
+    await app.close();
+  }
 });
 
 test('limits can be turned off one by one', async () => {

@@ -1,7 +1,8 @@
-import { createHash } from 'node:crypto';
+import { createHash, createHmac, randomBytes } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import { ApiError } from '../http/errors.js';
+import { addressBucket } from './address.js';
 import { redisStore } from './redis.js';
 import { decide, memoryStore, type CounterStore, type Decision, type Policy } from './window.js';
 
@@ -34,8 +35,16 @@ function policies(config: RateLimitConfig) {
   };
 }
 
-/** A source address, as a counter key: hashed, so that no address is kept anywhere. */
-const addressKey = (request: FastifyRequest) => `ip:${createHash('sha256').update(request.ip).digest('base64url').slice(0, 22)}`;
+/** A source address (its IPv6 /64), as a counter key: hashed, so that no address is kept anywhere. */
+const addressKey = (request: FastifyRequest) => `ip:${createHash('sha256').update(addressBucket(request.ip)).digest('base64url').slice(0, 22)}`;
+
+/**
+ * A source address in a log line: a keyed hash whose key lives and dies with the process, so
+ * that one source's lines can be told apart from another's, and no address can be recovered
+ * (a plain hash of an IPv4 address can, by hashing all 2^32 of them).
+ */
+const LOG_KEY = randomBytes(32);
+const addressForLog = (request: FastifyRequest) => createHmac('sha256', LOG_KEY).update(addressBucket(request.ip)).digest('base64url').slice(0, 16);
 
 export type RateLimits = ReturnType<typeof createRateLimits>;
 
@@ -50,10 +59,10 @@ export function createRateLimits(config: RateLimitConfig, logger?: Logger) {
   const limits = policies(config);
 
   let failureLoggedAt = -Infinity;
-  async function consume(policy: Policy, subject: string, cost: number, peek = false): Promise<Decision | undefined> {
+  async function consume(policy: Policy, subject: string, cost: number): Promise<Decision | undefined> {
     const now = Date.now();
     try {
-      const consumed = await store.consume(`${policy.name}:${subject}`, cost, policy.limit, policy.windowSeconds * 1000, now, peek);
+      const consumed = await store.consume(`${policy.name}:${subject}`, cost, policy.limit, policy.windowSeconds * 1000, now);
       return decide(policy, consumed, cost, now);
     } catch (error) {
       // Served unlimited. A lost connection is also logged as it goes and comes back (redis.ts);
@@ -96,19 +105,22 @@ export function createRateLimits(config: RateLimitConfig, logger?: Logger) {
     },
 
     /**
-     * Wraps authentication: an address with too many recent failures gets a 429 before its
-     * credentials are even looked at, so that guessing keys is slow.
+     * Wraps authentication: failures (401s) are counted per source address, and past the budget
+     * they are answered 429, so that guessing credentials is slow. Valid credentials are served
+     * whatever the count, so that a guesser cannot lock out the clients that share its address
+     * (a NAT, a proxy). A success costs no counter operation, a failure one. With
+     * `failureMessage`, each failure is logged at warn, its address as a pseudonym.
      */
-    guardAuthentication(authenticate: (request: FastifyRequest) => Promise<void>) {
-      const policy = limits.authFailures;
+    guardAuthentication(authenticate: (request: FastifyRequest) => Promise<void>, failureMessage?: string) {
       return async (request: FastifyRequest) => {
-        if (!policy) return authenticate(request);
-        const blocked = await consume(policy, addressKey(request), 1, true);
-        if (blocked && !blocked.allowed) throw tooMany(blocked, 'Too many failed authentications from this address: retry later');
         try {
           await authenticate(request);
         } catch (error) {
-          if (error instanceof ApiError && error.statusCode === 401) await consume(policy, addressKey(request), 1);
+          if (!(error instanceof ApiError && error.statusCode === 401)) throw error;
+          const decision = limits.authFailures && (await consume(limits.authFailures, addressKey(request), 1));
+          const refused = decision !== undefined && !decision.allowed;
+          if (failureMessage) request.log.warn({ source: addressForLog(request), refused }, failureMessage);
+          if (refused) throw tooMany(decision, 'Too many failed authentications from this address: retry later');
           throw error;
         }
       };
