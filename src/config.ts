@@ -35,6 +35,7 @@ export interface Config {
   redisUrl: string | undefined;
   /** Rate limits; 0 turns one off. */
   orderWriteBytesPerMinute: number;
+  spendWriteBytesPerMinute: number;
   exportCreatesPerMinute: number;
   exportReadsPerSecond: number;
   authFailuresPerMinute: number;
@@ -85,6 +86,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     exportLeaseSeconds: integer(env, 'EXPORT_LEASE_SECONDS', 60, { min: 1 }),
     redisUrl: env.REDIS_URL || undefined,
     orderWriteBytesPerMinute: integer(env, 'ORDER_WRITE_BYTES_PER_MINUTE', 30 * MIB),
+    spendWriteBytesPerMinute: integer(env, 'SPEND_WRITE_BYTES_PER_MINUTE', 30 * MIB),
     exportCreatesPerMinute: integer(env, 'EXPORT_CREATES_PER_MINUTE', 60),
     exportReadsPerSecond: integer(env, 'EXPORT_READS_PER_SECOND', 100),
     authFailuresPerMinute: integer(env, 'AUTH_FAILURES_PER_MINUTE', 30),

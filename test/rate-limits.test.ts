@@ -10,8 +10,10 @@ import { createLogger } from '../src/logger.js';
 import { ADMIN_TOKEN, assertErrorEnvelope, minimalOrder, postOrders, startService, type TestApp, type TestClient } from './helpers.js';
 
 const BUDGET = 6000;
+const SPEND_BUDGET = 4000;
 const service = await startService({
   ORDER_WRITE_BYTES_PER_MINUTE: String(BUDGET),
+  SPEND_WRITE_BYTES_PER_MINUTE: String(SPEND_BUDGET),
   EXPORT_CREATES_PER_MINUTE: '3',
   EXPORT_READS_PER_SECOND: '5',
   AUTH_FAILURES_PER_MINUTE: '4',
@@ -193,6 +195,82 @@ test('failed admin authentications count against the address\'s budget, get 429s
   } finally {
     await app.close();
   }
+});
+
+const spendHour = (campaignId: string) => ({
+  data: [
+    {
+      hour_start_iso: '2024-03-08T09:00:00Z',
+      platform_name: 'meta',
+      platform_account_id: 'act_1',
+      campaign_id: campaignId,
+      campaign_name: 'Spring sale',
+      spend: 12.5,
+      spend_currency: 'USD',
+      impressions: 1200,
+      clicks: 31,
+    },
+  ],
+});
+const postSpend = (headers: Record<string, string>, payload: object, url = '/v1/spend_hourly', app: TestApp = service.production, remoteAddress?: string) =>
+  app.inject({ method: 'POST', url, headers, payload, remoteAddress });
+
+test('spend writes spend a budget of body bytes per API key, of their own; over it, a 429 that stores nothing', async () => {
+  const [client, other] = [await service.createClient(), await service.createClient()];
+  const campaign = (n: number) => `campaign-${String(n).padStart(3, '0')}`;
+  const policy = `"spend-writes";q=${SPEND_BUDGET};w=60;qu="content-bytes"`;
+  const first = await postSpend(client.headers, spendHour(campaign(0)));
+  assert.equal(first.statusCode, 201, first.body);
+  assert.equal(first.headers['ratelimit-policy'], policy);
+  const size = Buffer.byteLength(JSON.stringify(spendHour(campaign(0))));
+  assert.equal(remaining(first), SPEND_BUDGET - size, 'the body\'s bytes are counted');
+
+  // A delete is a spend write too.
+  const match = { data: { hour_start_iso: '2024-03-08T09:00:00Z', platform_account_id: 'act_1', campaign_id: 'none', adset_id: '', ad_id: '' } };
+  const deleted = await service.production.inject({ method: 'DELETE', url: '/v1/spend_hourly', headers: client.headers, payload: match });
+  assert.equal(deleted.statusCode, 200, deleted.body);
+  assert.equal(deleted.headers['ratelimit-policy'], policy);
+  const deleteSize = Buffer.byteLength(JSON.stringify(match));
+  assert.equal(remaining(deleted), SPEND_BUDGET - size - deleteSize);
+
+  let sent = 1;
+  let response = first;
+  while (response.statusCode === 201) response = await postSpend(client.headers, spendHour(campaign(sent++)));
+  assertTooMany(response);
+  assert.equal(response.headers['ratelimit-policy'], policy);
+  const accepted = sent - 1;
+  assert.equal(accepted, Math.floor((SPEND_BUDGET - deleteSize) / size), 'as many requests as the budget holds');
+  const storedRecords = async () =>
+    (await service.db.query<{ n: number }>('SELECT count(*)::int AS n FROM spend_hourly WHERE client_id = $1', [client.client_id]))[0]!.n;
+  assert.equal(await storedRecords(), accepted, 'the refused request was not stored');
+
+  // The daily collection spends the same budget; order writes have their own.
+  const day = { ...spendHour(campaign(0)).data[0], hour_start_iso: undefined, date: '2024-03-08', campaign_name: 'x'.repeat(100) };
+  assertTooMany(await postSpend(client.headers, { data: [day] }, '/v1/spend'));
+  assert.equal((await postOrders(service.production, client, [minimalOrder('not-spend')])).statusCode, 200);
+
+  const key = await service.production.inject({
+    method: 'POST',
+    url: `/admin/v1/clients/${client.client_id}/api-keys`,
+    headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+  });
+  const otherKey = { ...client.headers, authorization: key.json().api_key };
+  assert.equal((await postSpend(otherKey, spendHour(campaign(sent)))).statusCode, 201, 'another key of the client has its own budget');
+  assert.equal((await postSpend(other.headers, spendHour(campaign(0)))).statusCode, 201, 'another client has its own budget');
+  assert.equal(await storedRecords(), accepted + 1);
+
+  const tooLarge = { data: Array.from({ length: 20 }, (_, i) => spendHour(campaign(i)).data[0]) };
+  assertErrorEnvelope(await postSpend(other.headers, tooLarge), 413);
+});
+
+test('the UAT test credentials\' spend writes are limited per source address', async () => {
+  const testCredentials = { authorization: 'None', 'data-client-id': 'test' };
+  const from = (remoteAddress: string) => postSpend(testCredentials, spendHour('uat'), '/v1/spend_hourly', service.uat, remoteAddress);
+  let response = await from('198.51.100.50');
+  assert.equal(response.statusCode, 201, response.body);
+  while (response.statusCode === 201) response = await from('198.51.100.50');
+  assertTooMany(response);
+  assert.equal((await from('198.51.100.51')).statusCode, 201, 'another address has its own budget');
 });
 
 test('limits can be turned off one by one', async () => {

@@ -73,12 +73,13 @@ const mayHideMeasureProblems = (bodyJson: string) => /:\s*(?:-|\d{15}|\d*\.\d{13
 export const spendRoutes: FastifyPluginAsyncTypebox<SpendRouteOptions> = async (app, { collection, spend }) => {
   const schemas = spendSchemas(collection);
   const config = { validationStatus: 422 as const };
+  const writes = { ...config, rateLimit: 'spendWrites' as const };
   const { noun, timeField } = collection;
 
   app.post(
     '',
     {
-      config,
+      config: writes,
       schema: {
         summary: `Upsert ${noun}s`,
         description: `Inserts each record, or overwrites names, spend, currency, impressions and clicks of the record with the same ${timeField}, platform_name, platform_account_id, campaign_id, adset_id and ad_id. All or nothing.`,
@@ -123,7 +124,7 @@ export const spendRoutes: FastifyPluginAsyncTypebox<SpendRouteOptions> = async (
   app.delete(
     '',
     {
-      config,
+      config: writes,
       schema: {
         summary: `Delete ${noun}s`,
         description: `Deletes the records of every platform_name with this ${timeField}, platform_account_id, campaign_id, adset_id and ad_id. Answers the records deleted.`,
