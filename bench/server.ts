@@ -8,7 +8,7 @@ import path from 'node:path';
 import readline from 'node:readline';
 import pg from 'pg';
 
-const ADMIN_TOKEN = 'bench-admin-token';
+const ADMIN_TOKEN = 'bench-admin-token-0123456789abcdef';
 const CLI = new URL('../dist/cli.js', import.meta.url).pathname;
 
 export interface Store {
@@ -129,11 +129,12 @@ export interface RunningServer {
 export async function startServer(store: Store, extraEnv: NodeJS.ProcessEnv = {}): Promise<RunningServer> {
   const [port, uatPort] = [await freePort(), await freePort()];
   const child = spawn(process.execPath, [CLI, 'serve'], {
-    // Throughput is measured: not the per-key write budget an operator would raise for a backfill,
+    // Throughput is measured: not the per-key write budgets an operator would raise for a backfill,
     // nor load shedding (the embedded store's queries run on the event loop, which then lags).
     env: {
       ...process.env,
       ORDER_WRITE_BYTES_PER_MINUTE: '0',
+      SPEND_WRITE_BYTES_PER_MINUTE: '0',
       OVERLOAD_EVENT_LOOP_DELAY_MS: '0',
       WEB_CONCURRENCY: '1',
       ...store.env,

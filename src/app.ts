@@ -134,16 +134,17 @@ export async function buildApp({ config, db, environment, logger, onExportCreate
   const signer = createLinkSigner(await signingSecret(db, config.exportSigningSecret), config.publicUrl);
   await app.register(exportFileRoutes, { signer, exportsDir: config.exportsDir });
 
-  const clients = createClientRepository(db);
-  if (environment === 'production' && config.adminToken) {
-    await app.register(adminRoutes, { prefix: '/admin/v1', clients, adminToken: config.adminToken });
-  }
-
   const limits = rateLimits ?? createRateLimits(config, logger);
   if (!rateLimits) {
     app.addHook('onClose', () => limits.close());
     await limits.ready();
   }
+
+  const clients = createClientRepository(db);
+  if (environment === 'production' && config.adminToken) {
+    await app.register(adminRoutes, { prefix: '/admin/v1', clients, adminToken: config.adminToken, rateLimits: limits });
+  }
+
   await app.register(async (api) => {
     api.addHook('onRequest', limits.guardAuthentication(authenticate(clients, environment)));
     registerRateLimits(api, limits);

@@ -14,7 +14,7 @@ export interface Config {
   /** Longest wait for one statement's answer from PostgreSQL (an export's included). */
   databaseQueryTimeoutMs: number;
   dataDir: string;
-  /** Enables the admin API when set. */
+  /** Enables the admin API when set; at least 32 characters, so that guessing it is hopeless. */
   adminToken: string | undefined;
   /** Largest request body accepted, in bytes. */
   bodyLimitBytes: number;
@@ -37,6 +37,7 @@ export interface Config {
   redisUrl: string | undefined;
   /** Rate limits; 0 turns one off. */
   orderWriteBytesPerMinute: number;
+  spendWriteBytesPerMinute: number;
   exportCreatesPerMinute: number;
   exportReadsPerSecond: number;
   authFailuresPerMinute: number;
@@ -76,7 +77,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     databasePoolSize,
     databaseQueryTimeoutMs: integer(env, 'DATABASE_QUERY_TIMEOUT_MS', 60_000, { min: 1 }),
     dataDir,
-    adminToken: secret(env, 'ADMIN_TOKEN', 16),
+    adminToken: secret(env, 'ADMIN_TOKEN', 32),
     bodyLimitBytes: integer(env, 'BODY_LIMIT_BYTES', 32 * MIB, { min: 1 }),
     logLevel: env.LOG_LEVEL || 'info',
     exportsDir: path.resolve(env.EXPORTS_DIR || path.join(dataDir, 'exports')),
@@ -88,6 +89,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     exportMaxRunningPerClient: integer(env, 'EXPORT_MAX_RUNNING_PER_CLIENT', 2, { min: 1 }),
     redisUrl: env.REDIS_URL || undefined,
     orderWriteBytesPerMinute: integer(env, 'ORDER_WRITE_BYTES_PER_MINUTE', 30 * MIB),
+    spendWriteBytesPerMinute: integer(env, 'SPEND_WRITE_BYTES_PER_MINUTE', 30 * MIB),
     exportCreatesPerMinute: integer(env, 'EXPORT_CREATES_PER_MINUTE', 60),
     exportReadsPerSecond: integer(env, 'EXPORT_READS_PER_SECOND', 100),
     authFailuresPerMinute: integer(env, 'AUTH_FAILURES_PER_MINUTE', 30),

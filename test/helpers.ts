@@ -18,7 +18,7 @@ import { createExportProducer } from '../src/exports/produce.js';
 import { startExportWorker, type ExportWorkerOptions } from '../src/exports/worker.js';
 import type { ErrorEnvelope } from '../src/http/errors.js';
 
-export const ADMIN_TOKEN = 'test-admin-token';
+export const ADMIN_TOKEN = 'test-admin-token-0123456789abcdef';
 
 export interface TestDatabase {
   db: Database;

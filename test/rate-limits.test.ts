@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import net from 'node:net';
 import { Writable } from 'node:stream';
+import { setTimeout } from 'node:timers/promises';
 import { after, test } from 'node:test';
 import { Redis } from 'ioredis';
 import type { LightMyRequestResponse } from 'fastify';
@@ -10,8 +11,10 @@ import { createLogger } from '../src/logger.js';
 import { ADMIN_TOKEN, assertErrorEnvelope, minimalOrder, postOrders, startService, type TestApp, type TestClient } from './helpers.js';
 
 const BUDGET = 6000;
+const SPEND_BUDGET = 4000;
 const service = await startService({
   ORDER_WRITE_BYTES_PER_MINUTE: String(BUDGET),
+  SPEND_WRITE_BYTES_PER_MINUTE: String(SPEND_BUDGET),
   EXPORT_CREATES_PER_MINUTE: '3',
   EXPORT_READS_PER_SECOND: '5',
   AUTH_FAILURES_PER_MINUTE: '4',
@@ -27,6 +30,15 @@ const readMetrics = (client: Pick<TestClient, 'headers'>) =>
 /** The RateLimit header's remaining units. */
 const remaining = (response: LightMyRequestResponse) => Number(/;r=(\d+);/.exec(String(response.headers.ratelimit))?.[1]);
 
+/**
+ * Waits, when less than 10 s of the current fixed minute is left, for the next one: the byte
+ * counts below are exact only while the sliding window does not weigh a previous minute.
+ */
+async function startOfMinuteWindow() {
+  const left = 60_000 - (Date.now() % 60_000);
+  if (left < 10_000) await setTimeout(left);
+}
+
 function assertTooMany(response: LightMyRequestResponse) {
   const body = assertErrorEnvelope(response, 429, ['retry_after_seconds']) as { retry_after_seconds?: number };
   const retryAfter = Number(response.headers['retry-after']);
@@ -37,6 +49,7 @@ function assertTooMany(response: LightMyRequestResponse) {
 
 test('order writes spend a budget of body bytes per API key; over it, a 429 that stores nothing', async () => {
   const client = await service.createClient();
+  await startOfMinuteWindow();
   const batch = (n: number) => [minimalOrder(`budget-${n}`)];
   const first = await postOrders(service.production, client, batch(0));
   assert.equal(first.statusCode, 200, first.body);
@@ -46,7 +59,7 @@ test('order writes spend a budget of body bytes per API key; over it, a 429 that
 
   let sent = 1;
   let response = first;
-  while (response.statusCode === 200) response = await postOrders(service.production, client, batch(sent++));
+  while (response.statusCode === 200 && sent < 100) response = await postOrders(service.production, client, batch(sent++));
   assertTooMany(response);
   const accepted = sent - 1;
   assert.equal(accepted, Math.floor(BUDGET / size), 'as many batches as the budget holds');
@@ -108,16 +121,169 @@ test('the UAT test credentials are limited per source address, as everyone share
   assert.equal(elsewhere.statusCode, 201, 'another address has its own budget');
 });
 
-test('an address that keeps failing to authenticate gets 429s, even with a valid key then', async () => {
+test('an IPv6 source is counted by its /64, an IPv4-mapped one as its IPv4 address', async () => {
+  const testCredentials = { authorization: 'None', 'data-client-id': 'test' };
+  const createFrom = (remoteAddress: string) =>
+    service.uat.inject({ method: 'POST', url: '/v1/exports/data-export', headers: testCredentials, payload: EXPORT, remoteAddress });
+  for (const address of ['2001:db8:7:7::1', '2001:db8:7:7::2', '2001:db8:7:7:ffff:ffff:ffff:ffff']) {
+    assert.equal((await createFrom(address)).statusCode, 201, address);
+  }
+  assertTooMany(await createFrom('2001:db8:7:7:1234::9'));
+  assert.equal((await createFrom('2001:db8:7:8::1')).statusCode, 201, 'the next /64 has its own budget');
+
+  for (let i = 0; i < 3; i++) assert.equal((await createFrom('198.51.100.99')).statusCode, 201);
+  assertTooMany(await createFrom('::ffff:198.51.100.99'));
+  assertTooMany(await createFrom('::ffff:c633:6463'));
+});
+
+/** A request to an API route with `headers`, from `remoteAddress`. */
+const attributionModels = (headers: Record<string, string>, remoteAddress: string) =>
+  service.production.inject({ method: 'GET', url: '/v1/exports/attribution-models', headers, remoteAddress });
+
+test('an address past its failed-authentication budget gets 429s for failures, while valid credentials are still served', async () => {
   const client = await service.createClient();
-  const from = (headers: Record<string, string>) =>
-    service.production.inject({ method: 'GET', url: '/v1/exports/attribution-models', headers, remoteAddress: '203.0.113.9' });
+  const address = '203.0.113.9';
   const wrong = { ...client.headers, authorization: 'trb_wrong' };
-  for (let i = 0; i < 4; i++) assertErrorEnvelope(await from(wrong), 401);
-  assertTooMany(await from(wrong));
-  assertTooMany(await from(client.headers));
-  const elsewhere = await service.production.inject({ method: 'GET', url: '/v1/exports/attribution-models', headers: client.headers });
-  assert.equal(elsewhere.statusCode, 200, 'other addresses are not blocked');
+  for (let i = 0; i < 4; i++) assertErrorEnvelope(await attributionModels(wrong, address), 401);
+  assertTooMany(await attributionModels(wrong, address));
+  assertTooMany(await attributionModels({}, address));
+  const valid = await attributionModels(client.headers, address);
+  assert.equal(valid.statusCode, 200, valid.body);
+  assert.equal(valid.headers['retry-after'], undefined);
+  assertTooMany(await attributionModels(wrong, address));
+  assertErrorEnvelope(await attributionModels(wrong, '203.0.113.10'), 401);
+});
+
+test('failed authentications from one IPv6 /64 share a budget; another /64 has its own', async () => {
+  const client = await service.createClient();
+  const wrong = { ...client.headers, authorization: 'trb_wrong' };
+  for (let i = 0; i < 4; i++) assertErrorEnvelope(await attributionModels(wrong, `2001:db8:a:b::${i + 1}`), 401);
+  assertTooMany(await attributionModels(wrong, '2001:db8:a:b:c:d:e:f'));
+  assert.equal((await attributionModels(client.headers, '2001:db8:a:b::99')).statusCode, 200, 'valid credentials are served');
+  assertErrorEnvelope(await attributionModels(wrong, '2001:db8:a:c::1'), 401);
+});
+
+test('failed admin authentications count against the address\'s budget, get 429s past it, and are logged without token or address', async () => {
+  const lines: string[] = [];
+  const app = await processApp({ AUTH_FAILURES_PER_MINUTE: '4' }, lines);
+  try {
+    const createFrom = (remoteAddress: string, authorization?: string) =>
+      app.inject({
+        method: 'POST',
+        url: '/admin/v1/clients',
+        headers: authorization === undefined ? {} : { authorization },
+        payload: { name: 'Acme' },
+        remoteAddress,
+      });
+    const address = '192.0.2.77';
+    const wrongToken = `Bearer ${'0'.repeat(64)}`;
+    assertErrorEnvelope(await createFrom(address, wrongToken), 401);
+    assertErrorEnvelope(await createFrom(address), 401);
+    // API-key failures and admin-token failures are one budget: failed authentications.
+    const apiKeyGuess = { authorization: 'trb_wrong', 'data-client-id': '00000000-0000-4000-8000-000000000000' };
+    for (let i = 0; i < 2; i++) {
+      assertErrorEnvelope(await app.inject({ method: 'GET', url: '/v1/exports/metrics', headers: apiKeyGuess, remoteAddress: address }), 401);
+    }
+    assertTooMany(await createFrom(address, wrongToken));
+    assertTooMany(await createFrom(address, `Bearer ${ADMIN_TOKEN.slice(0, -1)}`));
+    const right = await createFrom(address, `Bearer ${ADMIN_TOKEN}`);
+    assert.equal(right.statusCode, 201, 'the right token is served from an address past the budget');
+    assertErrorEnvelope(await createFrom('192.0.2.78', wrongToken), 401);
+    const [clients] = await service.db.query<{ n: number }>("SELECT count(*)::int AS n FROM clients WHERE client_id = $1 AND name = 'Acme'", [
+      right.json().client_id,
+    ]);
+    assert.equal(clients!.n, 1);
+
+    const logged = lines.map((line) => JSON.parse(line)).filter((entry) => entry.msg === 'failed admin authentication');
+    assert.deepEqual(logged.map((entry) => [entry.level, entry.refused]), [[40, false], [40, false], [40, true], [40, true], [40, false]]);
+    const sources = logged.map((entry) => entry.source);
+    assert.equal(new Set(sources.slice(0, 4)).size, 1, 'one address, one pseudonym');
+    assert.notEqual(sources[4], sources[0], 'another address, another pseudonym');
+    const log = lines.join('\n');
+    for (const secret of ['0'.repeat(64), ADMIN_TOKEN, ADMIN_TOKEN.slice(0, -1), '192.0.2.77', '192.0.2.78']) {
+      assert.ok(!log.includes(secret), `the log holds ${secret}`);
+    }
+  } finally {
+    await app.close();
+  }
+});
+
+const spendHour = (campaignId: string) => ({
+  data: [
+    {
+      hour_start_iso: '2024-03-08T09:00:00Z',
+      platform_name: 'meta',
+      platform_account_id: 'act_1',
+      campaign_id: campaignId,
+      campaign_name: 'Spring sale',
+      spend: 12.5,
+      spend_currency: 'USD',
+      impressions: 1200,
+      clicks: 31,
+    },
+  ],
+});
+const postSpend = (headers: Record<string, string>, payload: object, url = '/v1/spend_hourly', app: TestApp = service.production, remoteAddress?: string) =>
+  app.inject({ method: 'POST', url, headers, payload, remoteAddress });
+
+test('spend writes spend a budget of body bytes per API key, of their own; over it, a 429 that stores nothing', async () => {
+  const [client, other] = [await service.createClient(), await service.createClient()];
+  const campaign = (n: number) => `campaign-${String(n).padStart(3, '0')}`;
+  const policy = `"spend-writes";q=${SPEND_BUDGET};w=60;qu="content-bytes"`;
+  await startOfMinuteWindow();
+  const first = await postSpend(client.headers, spendHour(campaign(0)));
+  assert.equal(first.statusCode, 201, first.body);
+  assert.equal(first.headers['ratelimit-policy'], policy);
+  const size = Buffer.byteLength(JSON.stringify(spendHour(campaign(0))));
+  assert.equal(remaining(first), SPEND_BUDGET - size, 'the body\'s bytes are counted');
+
+  // A delete is a spend write too.
+  const match = { data: { hour_start_iso: '2024-03-08T09:00:00Z', platform_account_id: 'act_1', campaign_id: 'none', adset_id: '', ad_id: '' } };
+  const deleted = await service.production.inject({ method: 'DELETE', url: '/v1/spend_hourly', headers: client.headers, payload: match });
+  assert.equal(deleted.statusCode, 200, deleted.body);
+  assert.equal(deleted.headers['ratelimit-policy'], policy);
+  const deleteSize = Buffer.byteLength(JSON.stringify(match));
+  assert.equal(remaining(deleted), SPEND_BUDGET - size - deleteSize);
+
+  let sent = 1;
+  let response = first;
+  // Bounded, so that a missing limit fails the test instead of hanging it.
+  while (response.statusCode === 201 && sent < 100) response = await postSpend(client.headers, spendHour(campaign(sent++)));
+  assertTooMany(response);
+  assert.equal(response.headers['ratelimit-policy'], policy);
+  const accepted = sent - 1;
+  assert.equal(accepted, Math.floor((SPEND_BUDGET - deleteSize) / size), 'as many requests as the budget holds');
+  const storedRecords = async () =>
+    (await service.db.query<{ n: number }>('SELECT count(*)::int AS n FROM spend_hourly WHERE client_id = $1', [client.client_id]))[0]!.n;
+  assert.equal(await storedRecords(), accepted, 'the refused request was not stored');
+
+  // The daily collection spends the same budget; order writes have their own.
+  const day = { ...spendHour(campaign(0)).data[0], hour_start_iso: undefined, date: '2024-03-08', campaign_name: 'x'.repeat(100) };
+  assertTooMany(await postSpend(client.headers, { data: [day] }, '/v1/spend'));
+  assert.equal((await postOrders(service.production, client, [minimalOrder('not-spend')])).statusCode, 200);
+
+  const key = await service.production.inject({
+    method: 'POST',
+    url: `/admin/v1/clients/${client.client_id}/api-keys`,
+    headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+  });
+  const otherKey = { ...client.headers, authorization: key.json().api_key };
+  assert.equal((await postSpend(otherKey, spendHour(campaign(sent)))).statusCode, 201, 'another key of the client has its own budget');
+  assert.equal((await postSpend(other.headers, spendHour(campaign(0)))).statusCode, 201, 'another client has its own budget');
+  assert.equal(await storedRecords(), accepted + 1);
+
+  const tooLarge = { data: Array.from({ length: 20 }, (_, i) => spendHour(campaign(i)).data[0]) };
+  assertErrorEnvelope(await postSpend(other.headers, tooLarge), 413);
+});
+
+test('the UAT test credentials\' spend writes are limited per source address', async () => {
+  const testCredentials = { authorization: 'None', 'data-client-id': 'test' };
+  const from = (remoteAddress: string) => postSpend(testCredentials, spendHour('uat'), '/v1/spend_hourly', service.uat, remoteAddress);
+  let response = await from('198.51.100.50');
+  assert.equal(response.statusCode, 201, response.body);
+  for (let i = 0; i < 100 && response.statusCode === 201; i++) response = await from('198.51.100.50');
+  assertTooMany(response);
+  assert.equal((await from('198.51.100.51')).statusCode, 201, 'another address has its own budget');
 });
 
 test('limits can be turned off one by one', async () => {

@@ -10,6 +10,6 @@ export interface Tenant {
    * stored, and nothing is stored or read.
    */
   dryRun: boolean;
-  /** The SHA-256 of the API key used, base64url (not for the test credentials): what order-write budgets are kept per. */
+  /** The SHA-256 of the API key used, base64url (not for the test credentials): what write budgets are kept per. */
   apiKeyHash?: string;
 }

@@ -1,7 +1,9 @@
 import { Type } from 'typebox';
+import type { FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { ApiError, invalidRequest } from '../http/errors.js';
 import { ErrorEnvelope } from '../http/schemas.js';
+import type { RateLimits } from '../rate-limit/limits.js';
 import { hashSecret, matchesAny } from './api-keys.js';
 import type { ClientRepository } from './repository.js';
 import { ClientName } from './schema.js';
@@ -25,19 +27,28 @@ const errors = { 400: ErrorEnvelope, 401: ErrorEnvelope, 404: ErrorEnvelope };
 export interface AdminOptions {
   clients: ClientRepository;
   adminToken: string;
+  rateLimits: Pick<RateLimits, 'guardAuthentication'>;
 }
 
-/** Client and API-key management, for the operator holding ADMIN_TOKEN. */
-export const adminRoutes: FastifyPluginAsyncTypebox<AdminOptions> = async (app, { clients, adminToken }) => {
+/** Checks `Authorization: Bearer <ADMIN_TOKEN>`, or a 401. */
+function authenticateAdmin(adminToken: string) {
   const tokenHash = [hashSecret(adminToken)];
-  app.addHook('onRequest', async (request) => {
+  return async (request: FastifyRequest) => {
     const token = /^bearer\s+(.+)$/i.exec(request.headers.authorization ?? '')?.[1];
     if (!token || !matchesAny(hashSecret(token), tokenHash)) {
       throw new ApiError(401, 'The admin API needs Authorization: Bearer <ADMIN_TOKEN>', [
         { loc: 'header/authorization', msg: 'Invalid admin token', type: 'invalid_credentials' },
       ]);
     }
-  });
+  };
+}
+
+/**
+ * Client and API-key management, for the operator holding ADMIN_TOKEN. Failed attempts count
+ * against their address's failed-authentication budget, as the API's do, and are logged.
+ */
+export const adminRoutes: FastifyPluginAsyncTypebox<AdminOptions> = async (app, { clients, adminToken, rateLimits }) => {
+  app.addHook('onRequest', rateLimits.guardAuthentication(authenticateAdmin(adminToken), 'failed admin authentication'));
 
   app.post(
     '/clients',

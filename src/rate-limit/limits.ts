@@ -1,12 +1,16 @@
-import { createHash } from 'node:crypto';
+import { createHash, createHmac, randomBytes } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import { ApiError } from '../http/errors.js';
+import { addressBucket } from './address.js';
 import { redisStore } from './redis.js';
 import { decide, memoryStore, type CounterStore, type Decision, type Policy } from './window.js';
 
-/** The limited groups of routes; a route names its group in `config.rateLimit`. */
-export type LimitName = 'orderWrites' | 'exportCreates' | 'exportReads';
+/**
+ * The limited groups of routes; a route names its group in `config.rateLimit`. A new batch
+ * endpoint joins a budget by naming its group, or gets its own with a line in `routePolicies`.
+ */
+export type LimitName = 'orderWrites' | 'spendWrites' | 'exportCreates' | 'exportReads';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -17,43 +21,59 @@ declare module 'fastify' {
 export interface RateLimitConfig {
   redisUrl: string | undefined;
   orderWriteBytesPerMinute: number;
+  spendWriteBytesPerMinute: number;
   exportCreatesPerMinute: number;
   exportReadsPerSecond: number;
   authFailuresPerMinute: number;
 }
 
+/** A route group's policy, and whose budget it is: each API key's (writes), or each client's. */
+interface RoutePolicy extends Policy {
+  per: 'key' | 'client';
+}
+
 /** A limit of 0 is no limit. */
-function policies(config: RateLimitConfig) {
-  const policy = (name: string, limit: number, windowSeconds: number, unit: Policy['unit'] = 'requests'): Policy | undefined =>
-    limit > 0 ? { name, limit, windowSeconds, unit } : undefined;
+const limited = <P extends Policy>(policy: P): P | undefined => (policy.limit > 0 ? policy : undefined);
+
+function routePolicies(config: RateLimitConfig): Record<LimitName, RoutePolicy | undefined> {
+  const bytesPerKey = { windowSeconds: 60, unit: 'content-bytes', per: 'key' } as const;
   return {
-    orderWrites: policy('order-writes', config.orderWriteBytesPerMinute, 60, 'content-bytes'),
-    exportCreates: policy('export-creates', config.exportCreatesPerMinute, 60),
-    exportReads: policy('export-reads', config.exportReadsPerSecond, 1),
-    authFailures: policy('auth-failures', config.authFailuresPerMinute, 60),
+    orderWrites: limited({ name: 'order-writes', limit: config.orderWriteBytesPerMinute, ...bytesPerKey }),
+    spendWrites: limited({ name: 'spend-writes', limit: config.spendWriteBytesPerMinute, ...bytesPerKey }),
+    exportCreates: limited({ name: 'export-creates', limit: config.exportCreatesPerMinute, windowSeconds: 60, unit: 'requests', per: 'client' }),
+    exportReads: limited({ name: 'export-reads', limit: config.exportReadsPerSecond, windowSeconds: 1, unit: 'requests', per: 'client' }),
   };
 }
 
-/** A source address, as a counter key: hashed, so that no address is kept anywhere. */
-const addressKey = (request: FastifyRequest) => `ip:${createHash('sha256').update(request.ip).digest('base64url').slice(0, 22)}`;
+/** A source address (its IPv6 /64), as a counter key: hashed, so that no address is kept anywhere. */
+const addressKey = (request: FastifyRequest) => `ip:${createHash('sha256').update(addressBucket(request.ip)).digest('base64url').slice(0, 22)}`;
+
+/**
+ * A source address in a log line: a keyed hash whose key lives and dies with the process, so
+ * that one source's lines can be told apart from another's, and no address can be recovered
+ * (a plain hash of an IPv4 address can, by hashing all 2^32 of them).
+ */
+const LOG_KEY = randomBytes(32);
+const addressForLog = (request: FastifyRequest) => createHmac('sha256', LOG_KEY).update(addressBucket(request.ip)).digest('base64url').slice(0, 16);
 
 export type RateLimits = ReturnType<typeof createRateLimits>;
 
 /**
- * The service's rate limits: order-write body bytes per API key, export creations and reads per
- * client, failed authentications per source address. Counters are in memory, or in Redis when
- * `redisUrl` is set; when Redis cannot be reached requests are served unlimited (fail open) and
- * the log says so.
+ * The service's rate limits: order- and spend-write body bytes per API key, export creations
+ * and reads per client, failed authentications per source address. Counters are in memory, or
+ * in Redis when `redisUrl` is set; when Redis cannot be reached requests are served unlimited
+ * (fail open) and the log says so.
  */
 export function createRateLimits(config: RateLimitConfig, logger?: Logger) {
   const store: CounterStore = config.redisUrl ? redisStore(config.redisUrl, logger) : memoryStore();
-  const limits = policies(config);
+  const limits = routePolicies(config);
+  const authFailures = limited<Policy>({ name: 'auth-failures', limit: config.authFailuresPerMinute, windowSeconds: 60, unit: 'requests' });
 
   let failureLoggedAt = -Infinity;
-  async function consume(policy: Policy, subject: string, cost: number, peek = false): Promise<Decision | undefined> {
+  async function consume(policy: Policy, subject: string, cost: number): Promise<Decision | undefined> {
     const now = Date.now();
     try {
-      const consumed = await store.consume(`${policy.name}:${subject}`, cost, policy.limit, policy.windowSeconds * 1000, now, peek);
+      const consumed = await store.consume(`${policy.name}:${subject}`, cost, policy.limit, policy.windowSeconds * 1000, now);
       return decide(policy, consumed, cost, now);
     } catch (error) {
       // Served unlimited. A lost connection is also logged as it goes and comes back (redis.ts);
@@ -79,12 +99,12 @@ export function createRateLimits(config: RateLimitConfig, logger?: Logger) {
       // The public UAT test credentials are shared by everyone: their budget is per address.
       const subject = tenant.dryRun
         ? addressKey(request)
-        : name === 'orderWrites'
+        : policy.per === 'key'
           ? `${tenant.environment}:key:${tenant.apiKeyHash}`
           : `${tenant.environment}:client:${tenant.clientId}`;
       const cost = policy.unit === 'content-bytes' ? (request.rawBodyBytes ?? 0) : 1;
       if (cost > policy.limit) {
-        throw new ApiError(413, `The request body is larger than the whole order-write budget of ${policy.limit} bytes a minute`);
+        throw new ApiError(413, `The request body is larger than the whole ${policy.name} budget of ${policy.limit} bytes in ${policy.windowSeconds} s`);
       }
       const decision = await consume(policy, subject, cost);
       if (!decision) return;
@@ -96,19 +116,22 @@ export function createRateLimits(config: RateLimitConfig, logger?: Logger) {
     },
 
     /**
-     * Wraps authentication: an address with too many recent failures gets a 429 before its
-     * credentials are even looked at, so that guessing keys is slow.
+     * Wraps authentication: failures (401s) are counted per source address, and past the budget
+     * they are answered 429, so that guessing credentials is slow. Valid credentials are served
+     * whatever the count, so that a guesser cannot lock out the clients that share its address
+     * (a NAT, a proxy). A success costs no counter operation, a failure one. With
+     * `failureMessage`, each failure is logged at warn, its address as a pseudonym.
      */
-    guardAuthentication(authenticate: (request: FastifyRequest) => Promise<void>) {
-      const policy = limits.authFailures;
+    guardAuthentication(authenticate: (request: FastifyRequest) => Promise<void>, failureMessage?: string) {
       return async (request: FastifyRequest) => {
-        if (!policy) return authenticate(request);
-        const blocked = await consume(policy, addressKey(request), 1, true);
-        if (blocked && !blocked.allowed) throw tooMany(blocked, 'Too many failed authentications from this address: retry later');
         try {
           await authenticate(request);
         } catch (error) {
-          if (error instanceof ApiError && error.statusCode === 401) await consume(policy, addressKey(request), 1);
+          if (!(error instanceof ApiError && error.statusCode === 401)) throw error;
+          const decision = authFailures && (await consume(authFailures, addressKey(request), 1));
+          const refused = decision !== undefined && !decision.allowed;
+          if (failureMessage) request.log.warn({ source: addressForLog(request), refused }, failureMessage);
+          if (refused) throw tooMany(decision, 'Too many failed authentications from this address: retry later');
           throw error;
         }
       };

@@ -4,16 +4,16 @@ import type { CounterStore } from './window.js';
 
 /**
  * The sliding window of window.ts, applied atomically in Redis, so that every API process
- * counts against one budget. KEYS[1]: the counter; ARGV: cost, limit, window ms, now ms, peek.
+ * counts against one budget. KEYS[1]: the counter; ARGV: cost, limit, window ms, now ms.
  */
 const CONSUME = `
-local cost, limit, window, now, peek = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4]), ARGV[5] == '1'
+local cost, limit, window, now = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local index = math.floor(now / window)
 local current_key, previous_key = KEYS[1] .. ':' .. index, KEYS[1] .. ':' .. (index - 1)
 local current = tonumber(redis.call('GET', current_key) or '0')
 local previous = tonumber(redis.call('GET', previous_key) or '0')
 local allowed = previous * (1 - (now % window) / window) + current + cost <= limit
-if allowed and not peek then
+if allowed then
   current = redis.call('INCRBY', current_key, cost)
   redis.call('PEXPIRE', current_key, window * 2)
 end
@@ -37,8 +37,8 @@ export function redisStore(url: string, logger?: Logger): CounterStore {
     reported = false;
   });
   return {
-    async consume(key, cost, limit, windowMs, nowMs, peek = false) {
-      const [allowed, previous, current] = (await redis.eval(CONSUME, 1, key, cost, limit, windowMs, nowMs, peek ? '1' : '0')) as number[];
+    async consume(key, cost, limit, windowMs, nowMs) {
+      const [allowed, previous, current] = (await redis.eval(CONSUME, 1, key, cost, limit, windowMs, nowMs)) as number[];
       return { allowed: allowed === 1, previous: previous!, current: current! };
     },
     // The first connection is waited for (briefly), so that a process counts from its first request.

@@ -26,9 +26,9 @@ export interface Consumed extends Windows {
 export interface CounterStore {
   /**
    * Adds `cost` to `key`'s current window unless the sliding window would then hold more than
-   * `limit` (or only asks, when `peek`); answers the windows as they are after.
+   * `limit`; answers the windows as they are after.
    */
-  consume(key: string, cost: number, limit: number, windowMs: number, nowMs: number, peek?: boolean): Promise<Consumed>;
+  consume(key: string, cost: number, limit: number, windowMs: number, nowMs: number): Promise<Consumed>;
   /** Resolves once the store can count, or has given up for now (then requests are not limited). */
   ready(): Promise<void>;
   close(): Promise<void>;
@@ -82,7 +82,7 @@ export function memoryStore(): CounterStore {
     for (const [key, counter] of counters) if (counter.index < Math.floor(now / counter.windowMs) - 1) counters.delete(key);
   }, 60_000).unref();
   return {
-    async consume(key, cost, limit, windowMs, nowMs, peek = false) {
+    async consume(key, cost, limit, windowMs, nowMs) {
       const index = Math.floor(nowMs / windowMs);
       const found = counters.get(key);
       const counter: Counter =
@@ -91,7 +91,7 @@ export function memoryStore(): CounterStore {
           : { index, windowMs, previous: found?.index === index - 1 ? found.current : 0, current: 0 };
       counters.set(key, counter);
       const allowed = slidingCount(counter, (nowMs % windowMs) / windowMs) + cost <= limit;
-      if (allowed && !peek) counter.current += cost;
+      if (allowed) counter.current += cost;
       return { allowed, previous: counter.previous, current: counter.current };
     },
     ready: async () => {},

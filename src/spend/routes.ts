@@ -59,12 +59,13 @@ export interface SpendRouteOptions {
 export const spendRoutes: FastifyPluginAsyncTypebox<SpendRouteOptions> = async (app, { collection, spend }) => {
   const schemas = spendSchemas(collection);
   const config = { validationStatus: 422 as const };
+  const writes = { ...config, rateLimit: 'spendWrites' as const };
   const { noun, timeField } = collection;
 
   app.post(
     '',
     {
-      config,
+      config: writes,
       schema: {
         summary: `Upsert ${noun}s`,
         description: `Inserts each record, or overwrites names, spend, currency, impressions and clicks of the record with the same ${timeField}, platform_name, platform_account_id, campaign_id, adset_id and ad_id. All or nothing.`,
@@ -105,7 +106,7 @@ export const spendRoutes: FastifyPluginAsyncTypebox<SpendRouteOptions> = async (
   app.delete(
     '',
     {
-      config,
+      config: writes,
       schema: {
         summary: `Delete ${noun}s`,
         description: `Deletes the records of every platform_name with this ${timeField}, platform_account_id, campaign_id, adset_id and ad_id. Answers the records deleted.`,
