@@ -111,6 +111,8 @@ export function freePort(): Promise<number> {
 
 export interface RunningServer {
   url: string;
+  /** The UAT port's address. */
+  uatUrl: string;
   process: ChildProcess;
   /** Headers of a client created for the run. */
   headers: Record<string, string>;
@@ -184,6 +186,7 @@ export async function startServer(store: Store, extraEnv: NodeJS.ProcessEnv = {}
   const client = (await created.json()) as { client_id: string; api_key: string };
   return {
     url,
+    uatUrl: `http://127.0.0.1:${uatPort}`,
     process: child,
     startupMs,
     headers: { authorization: client.api_key, 'data-client-id': client.client_id, 'content-type': 'application/json' },
