@@ -31,17 +31,22 @@ interface SplitSchema {
 interface ArrayOfSchema {
   /** The property names leading from the value to the array ([] when the value is the array). */
   path: readonly string[];
+  /** The same path as a JSON Pointer. */
+  pointer: string;
   schema: AnySchemaObject;
   item: SplitSchema;
 }
 
 const isSchemaObject = (value: unknown): value is AnySchemaObject => typeof value === 'object' && value !== null && !Array.isArray(value);
 
+const escapePointer = (name: string) => name.replace(/~/g, '~0').replace(/\//g, '~1');
+
 function split(ajv: Ajv, schema: AnySchemaObject): SplitSchema {
   const arrays: ArrayOfSchema[] = [];
   const withoutArrays = (node: AnySchemaObject, path: string[]): AnySchemaObject => {
     if (node.type === 'array' && isSchemaObject(node.items)) {
-      arrays.push({ path, schema: node, item: split(ajv, node.items) });
+      const pointer = path.map((name) => `/${escapePointer(name)}`).join('');
+      arrays.push({ path, pointer, schema: node, item: split(ajv, node.items) });
       return { ...node, items: {} };
     }
     if (node.type === 'object' && isSchemaObject(node.properties)) {
@@ -54,8 +59,6 @@ function split(ajv: Ajv, schema: AnySchemaObject): SplitSchema {
   };
   return { validate: ajv.compile(withoutArrays(schema, [])), arrays };
 }
-
-const escapePointer = (name: string) => name.replace(/~/g, '~0').replace(/\//g, '~1');
 
 function valueAt(data: unknown, path: readonly string[]): unknown {
   let node = data;
@@ -70,7 +73,7 @@ function valueAt(data: unknown, path: readonly string[]): unknown {
 function eachArray(schema: SplitSchema, data: unknown, pointer: string, visit: (array: ArrayOfSchema, items: unknown[], pointer: string) => void) {
   for (const array of schema.arrays) {
     const items = valueAt(data, array.path);
-    if (Array.isArray(items)) visit(array, items, pointer + array.path.map((name) => `/${escapePointer(name)}`).join(''));
+    if (Array.isArray(items)) visit(array, items, pointer + array.pointer);
   }
 }
 
