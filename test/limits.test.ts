@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import type { ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import fs from 'node:fs';
+import net from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { freePort } from '../bench/server.js';
 import { AMOUNT_BOUNDS, ORDER_LIST_LIMITS } from '../src/orders/schema.js';
@@ -42,7 +43,8 @@ describe('request limits', () => {
   let client: TestClient;
 
   before(async () => {
-    service = await startService();
+    // Unlimited: a write budget would refuse the later bodies unread; these tests read them.
+    service = await startService({ ORDER_WRITE_BYTES_PER_MINUTE: '0', SPEND_WRITE_BYTES_PER_MINUTE: '0' });
     client = await service.createClient();
   });
   after(() => service.close());
@@ -224,7 +226,16 @@ describe('huge anonymous requests against a running server', () => {
   before(async () => {
     store = await createChildStore();
     [port, uatPort] = [await freePort(), await freePort()];
-    server = await startCli('serve', { ...store.env, PORT: String(port), UAT_PORT: String(uatPort), ADMIN_TOKEN, LOG_LEVEL: 'info' }, 'tributary is ready');
+    server = await startCli('serve', {
+      ...store.env,
+      PORT: String(port),
+      UAT_PORT: String(uatPort),
+      ADMIN_TOKEN,
+      LOG_LEVEL: 'info',
+      // The UAT credentials' budget (30 MB a minute) would refuse the later bodies unread: this reads them.
+      ORDER_WRITE_BYTES_PER_MINUTE: '0',
+      SPEND_WRITE_BYTES_PER_MINUTE: '0',
+    }, 'tributary is ready');
   });
   after(async () => {
     server.kill('SIGTERM');
@@ -284,5 +295,42 @@ describe('huge anonymous requests against a running server', () => {
       await production;
     }
     assert.ok(served > 0, 'production answered while the attacks were refused');
+  });
+});
+
+describe('write budgets', () => {
+  let service: TestService;
+  let client: TestClient;
+  let address: string;
+
+  before(async () => {
+    service = await startService({ ORDER_WRITE_BYTES_PER_MINUTE: '2000' });
+    client = await service.createClient();
+    address = await service.production.listen({ port: 0, host: '127.0.0.1' });
+  });
+  after(() => service.close());
+
+  /** Sends the headers of a POST announcing `announced` bytes and `body`, and reads the status line of the answer. */
+  async function announce(announced: number, body: string): Promise<string> {
+    const { hostname, port } = new URL(address);
+    const socket = net.connect(Number(port), hostname);
+    await once(socket, 'connect');
+    const headers = Object.entries({ ...client.headers, 'content-type': 'application/json', 'content-length': String(announced) })
+      .map(([name, value]) => `${name}: ${value}\r\n`)
+      .join('');
+    socket.write(`POST /v2/orders HTTP/1.1\r\nhost: ${hostname}\r\nconnection: close\r\n${headers}\r\n${body}`);
+    let answer = '';
+    socket.setEncoding('utf8').on('data', (chunk: string) => (answer += chunk));
+    await once(socket, 'close');
+    return answer.split('\r\n')[0]!;
+  }
+
+  test('a body past the budget is refused as it is announced, before it is read', async () => {
+    const order = JSON.stringify([minimalOrder('budget-1')]);
+    assert.equal(await announce(Buffer.byteLength(order), order), 'HTTP/1.1 200 OK');
+    // 1,800 more bytes announced, none sent: the answer cannot have waited for them.
+    assert.equal(await announce(1800, ''), 'HTTP/1.1 429 Too Many Requests');
+    // Larger than the whole budget: 413, also unread.
+    assert.equal(await announce(5000, ''), 'HTTP/1.1 413 Payload Too Large');
   });
 });

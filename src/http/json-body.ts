@@ -7,7 +7,7 @@ declare module 'fastify' {
   interface FastifyRequest {
     /** The JSON body exactly as received (less a byte-order mark), for handlers that store it as is. */
     rawBody?: string;
-    /** Its size in bytes, as received: what write budgets count. */
+    /** Its size in bytes, as received: what write budgets count of a body sent without a Content-Length. */
     rawBodyBytes?: number;
   }
 }

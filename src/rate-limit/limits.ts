@@ -90,8 +90,8 @@ export function createRateLimits(config: RateLimitConfig, logger?: Logger) {
     new ApiError(429, message, null, { 'retry-after': String(decision.retryAfterSeconds) }, { retry_after_seconds: decision.retryAfterSeconds });
 
   return {
-    /** A route group's limit, as a preValidation hook: counted before validation, as invalid requests cost too. */
-    async limitRoute(request: FastifyRequest, reply: FastifyReply) {
+    /** A route group's limit, for a request whose body is `bodyBytes` long: counted before validation, as invalid requests cost too. */
+    async limitRoute(request: FastifyRequest, reply: FastifyReply, bodyBytes: number) {
       const name = request.routeOptions.config.rateLimit;
       const policy = name && limits[name];
       if (!policy) return;
@@ -102,7 +102,7 @@ export function createRateLimits(config: RateLimitConfig, logger?: Logger) {
         : policy.per === 'key'
           ? `${tenant.environment}:key:${tenant.apiKeyHash}`
           : `${tenant.environment}:client:${tenant.clientId}`;
-      const cost = policy.unit === 'content-bytes' ? (request.rawBodyBytes ?? 0) : 1;
+      const cost = policy.unit === 'content-bytes' ? bodyBytes : 1;
       if (cost > policy.limit) {
         throw new ApiError(413, `The request body is larger than the whole ${policy.name} budget of ${policy.limit} bytes in ${policy.windowSeconds} s`);
       }
@@ -142,7 +142,18 @@ export function createRateLimits(config: RateLimitConfig, logger?: Logger) {
   };
 }
 
-/** Applies the route groups' limits to the routes registered in `api`. */
+/**
+ * Applies the route groups' limits to the routes registered in `api`. A body is counted as it is
+ * announced (Content-Length), before it is read, so that a caller past its budget costs no
+ * parse; one sent without a length (chunked) is counted once it has arrived.
+ */
 export function registerRateLimits(api: FastifyInstance, rateLimits: RateLimits) {
-  api.addHook('preValidation', rateLimits.limitRoute);
+  api.addHook('preParsing', async (request, reply, payload) => {
+    const announced = request.headers['content-length'];
+    if (announced !== undefined) await rateLimits.limitRoute(request, reply, Number(announced));
+    return payload;
+  });
+  api.addHook('preValidation', async (request, reply) => {
+    if (request.headers['content-length'] === undefined) await rateLimits.limitRoute(request, reply, request.rawBodyBytes ?? 0);
+  });
 }
