@@ -259,6 +259,21 @@ export function minimalOrder(orderId: string, overrides: Record<string, unknown>
   };
 }
 
+/** A valid hourly spend record of `campaignId`. */
+export function hourlySpend(campaignId: string): Record<string, unknown> {
+  return {
+    hour_start_iso: '2024-03-08T09:00:00Z',
+    platform_name: 'meta',
+    platform_account_id: 'act_1',
+    campaign_id: campaignId,
+    campaign_name: 'Spring sale',
+    spend: 12.5,
+    spend_currency: 'USD',
+    impressions: 1200,
+    clicks: 31,
+  };
+}
+
 export function postOrders(app: TestApp, client: Pick<TestClient, 'headers'>, orders: unknown) {
   return app.inject({ method: 'POST', url: '/v2/orders', headers: client.headers, payload: orders as object });
 }

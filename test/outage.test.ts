@@ -15,6 +15,7 @@ import {
   ADMIN_TOKEN,
   assertErrorEnvelope,
   createTestDatabase,
+  hourlySpend,
   listOrders,
   minimalOrder,
   pgliteEnv,
@@ -118,21 +119,7 @@ async function until(what: string, ms: number, check: () => Promise<boolean>): P
   }
 }
 
-const spendHour = (campaignId: string) => ({
-  data: [
-    {
-      hour_start_iso: '2024-03-08T01:00:00-08:00',
-      platform_name: 'meta',
-      platform_account_id: 'act_1',
-      campaign_id: campaignId,
-      campaign_name: 'Spring sale',
-      spend: 12.5,
-      spend_currency: 'USD',
-      impressions: 1200,
-      clicks: 31,
-    },
-  ],
-});
+const spendHour = (campaignId: string) => ({ data: [hourlySpend(campaignId)] });
 
 const WRONG_KEY = `trb_${'x'.repeat(43)}`;
 

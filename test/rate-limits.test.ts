@@ -8,7 +8,7 @@ import type { LightMyRequestResponse } from 'fastify';
 import { buildApp } from '../src/app.js';
 import { loadConfig } from '../src/config.js';
 import { createLogger } from '../src/logger.js';
-import { ADMIN_TOKEN, assertErrorEnvelope, minimalOrder, postOrders, startService, type TestApp, type TestClient } from './helpers.js';
+import { ADMIN_TOKEN, assertErrorEnvelope, hourlySpend, minimalOrder, postOrders, startService, type TestApp, type TestClient } from './helpers.js';
 
 const BUDGET = 6000;
 const SPEND_BUDGET = 4000;
@@ -208,21 +208,7 @@ test('failed admin authentications count against the address\'s budget, get 429s
   }
 });
 
-const spendHour = (campaignId: string) => ({
-  data: [
-    {
-      hour_start_iso: '2024-03-08T09:00:00Z',
-      platform_name: 'meta',
-      platform_account_id: 'act_1',
-      campaign_id: campaignId,
-      campaign_name: 'Spring sale',
-      spend: 12.5,
-      spend_currency: 'USD',
-      impressions: 1200,
-      clicks: 31,
-    },
-  ],
-});
+const spendHour = (campaignId: string) => ({ data: [hourlySpend(campaignId)] });
 const postSpend = (headers: Record<string, string>, payload: object, url = '/v1/spend_hourly', app: TestApp = service.production, remoteAddress?: string) =>
   app.inject({ method: 'POST', url, headers, payload, remoteAddress });
 
