@@ -72,10 +72,13 @@ export interface ChildStore {
 
 export const tempDir = () => fs.mkdtempSync(path.join(os.tmpdir(), 'tributary-test-'));
 
-/** The child's environment for an embedded store in `dataDir`, whatever this process was given. */
+/**
+ * The child's environment for an embedded store in `dataDir`, whatever this process was given.
+ * A busy test machine is not an overloaded server: load shedding is off, as in startService.
+ */
 export function pgliteEnv(dataDir: string): NodeJS.ProcessEnv {
   const { DATABASE_URL: _ignored, ...env } = process.env;
-  return { ...env, DATA_DIR: dataDir, LOG_LEVEL: 'silent' };
+  return { ...env, DATA_DIR: dataDir, LOG_LEVEL: 'silent', OVERLOAD_EVENT_LOOP_DELAY_MS: '0' };
 }
 
 /** `tributary <command>` run from the sources in a child process, once it has logged `ready`. */

@@ -227,8 +227,6 @@ describe('huge anonymous requests against a running server', () => {
       // The UAT credentials' budget (30 MB a minute) would refuse the later bodies unread: this reads them.
       ORDER_WRITE_BYTES_PER_MINUTE: '0',
       SPEND_WRITE_BYTES_PER_MINUTE: '0',
-      // A busy test machine is not an overloaded server (as in startService).
-      OVERLOAD_EVENT_LOOP_DELAY_MS: '0',
     }, 'tributary is ready');
   });
   after(async () => {

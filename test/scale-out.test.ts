@@ -304,8 +304,6 @@ test(
         EXPORT_CONCURRENCY: '0',
         AUTH_FAILURES_PER_MINUTE: '0',
         ORDER_WRITE_BYTES_PER_MINUTE: '0',
-        // Five busy processes on a small test machine are not an overloaded server (as in startService).
-        OVERLOAD_EVENT_LOOP_DELAY_MS: '0',
       });
       // Every slot of both workers may hold one of the client's exports at once (the per-client
       // limit has tests of its own: export-fairness).
