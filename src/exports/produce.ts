@@ -1,12 +1,11 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import type { Database } from '../db/index.js';
-import { METRICS, isOrderMetric } from './catalog.js';
 import { writeCsv } from './csv.js';
 import type { ExportJob } from './jobs.js';
-import { resolvePeriod } from './period.js';
+import { planExport } from './plan.js';
+import { CLIENT_TEXT_COLUMNS, planRowsSql } from './rows.js';
 import type { ExportRequest } from './schema.js';
-import { CLIENT_TEXT_COLUMNS, exportRowsSql, type Granularity, type Level } from './rows.js';
 
 export interface ProducerOptions {
   db: Database;
@@ -22,8 +21,8 @@ export const exportDir = (exportsDir: string, exportId: string) => path.join(exp
  * Computes an export and writes its CSV files in a directory of this attempt's own, which
  * `publish` moves to `<exportsDir>/<export id>/` once the attempt has won (see ExportJobs.finish):
  * a worker that lost its lease without knowing it never writes over the files that stand. The
- * request was validated, with its defaults filled in, when the export was created; relative
- * periods are counted from that moment.
+ * request was validated when the export was created; it is planned again here, in the client's
+ * time zone, with relative periods counted from the moment of creation.
  */
 export function createExportProducer({ db, exportsDir, rowsPerFile }: ProducerOptions) {
   return async (job: ExportJob, signal: AbortSignal) => {
@@ -49,27 +48,13 @@ export function createExportProducer({ db, exportsDir, rowsPerFile }: ProducerOp
   };
 
   async function writeExport(job: ExportJob, dir: string, signal: AbortSignal) {
-    const request = job.request as unknown as ExportRequest;
     const [client] = await db.query<{ time_zone: string }>('SELECT time_zone FROM clients WHERE client_id = $1', [job.client_id]);
-    const timeZone = client!.time_zone;
-    const options = request.options ?? {};
-    const level: Level | null =
-      options.export_aggregation === 'DATE' ? null : options.aggregate_data ? 'platform' : (request.level as Level);
-
-    const { sql, params, columns } = exportRowsSql({
-      tenant: { clientId: job.client_id, environment: job.environment, dryRun: false },
-      timeZone,
-      period: resolvePeriod(request.period_type!, request.period_options, timeZone, new Date(job.created_at)),
-      granularity: request.time_granularity as Granularity,
-      level,
-      breakdowns: request.breakdowns ?? [],
-      includeIds: options.include_ids ?? false,
-      includeKind: options.include_kind_and_platform ?? false,
-      removeZeroSpend: options.remove_zero_spend ?? false,
-      withOrders: request.metrics.some((metric) => isOrderMetric(metric.id)),
-    });
-    const dimensions = columns.slice(0, columns.indexOf('currency') + 1);
-    const labelOf = (id: string, label?: string) => label ?? METRICS.find((metric) => metric.id === id)!.label;
+    const planned = planExport(job.request as unknown as ExportRequest, client!.time_zone, new Date(job.created_at));
+    // A stored request was planned without problems when it was created; this is never expected.
+    if ('problems' in planned) throw new Error(`The export request cannot be carried out: ${planned.problems.map((problem) => problem.msg).join('; ')}`);
+    const { plan } = planned;
+    const tenant = { clientId: job.client_id, environment: job.environment, dryRun: false };
+    const { sql, params, columns } = planRowsSql(tenant, plan);
     const { files, distinct: currencies } = await db.transaction((tx) =>
       writeCsv(
         tx,
@@ -77,11 +62,10 @@ export function createExportProducer({ db, exportsDir, rowsPerFile }: ProducerOp
         params,
         {
           dir,
-          baseName: request.export_file_name ?? `export-${job.created_at.slice(0, 10)}`,
-          header: [...dimensions, ...request.metrics.map((metric) => labelOf(metric.id, metric.label))],
-          columns: [...dimensions, ...request.metrics.map((metric) => metric.id)],
-          // Unset when the request had no options, or was stored before the option existed: on, as by default.
-          spreadsheetTextColumns: (options.escape_formulas ?? true) ? CLIENT_TEXT_COLUMNS : [],
+          baseName: plan.fileBaseName,
+          header: columns.map((column) => column.header),
+          columns: columns.map((column) => column.name),
+          spreadsheetTextColumns: plan.escapeFormulas ? CLIENT_TEXT_COLUMNS : [],
           rowsPerFile,
           distinctOf: 'currency',
         },

@@ -3,16 +3,15 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
-import { ApiError, invalidRequest, type ErrorItem } from '../http/errors.js';
+import { ApiError, invalidRequest } from '../http/errors.js';
 import { ErrorEnvelope } from '../http/schemas.js';
 import type { BreakdownCatalog } from './breakdowns.js';
-import { METRICS, isOrderMetric } from './catalog.js';
+import { METRICS } from './catalog.js';
 import type { ExportJob, ExportJobs } from './jobs.js';
 import type { LinkSigner } from './links.js';
-import { PeriodError, resolvePeriod } from './period.js';
+import { planExport } from './plan.js';
 import { BUCKET_FIELDS, ExportRequest } from './schema.js';
 import { exportDir } from './produce.js';
-import { DIMENSION_COLUMNS } from './rows.js';
 
 const creates = { validationStatus: 422 as const, rateLimit: 'exportCreates' as const };
 const reads = { validationStatus: 422 as const, rateLimit: 'exportReads' as const };
@@ -42,56 +41,6 @@ export interface ExportRouteOptions {
   signer: LinkSigner;
   /** Called when an export is created, so that a worker of this process can start on it at once. */
   onCreated: () => void;
-}
-
-/** Rules of an export request the schema cannot hold; also what it asks for that is ignored. */
-function checkRequest(request: ExportRequest): { problems: ErrorItem[]; ignored: string[] } {
-  const problems: ErrorItem[] = [];
-  const ignored: string[] = [];
-  try {
-    // Resolved against now only to check it; the worker resolves it again from the creation time.
-    resolvePeriod(request.period_type!, request.period_options, 'UTC', new Date());
-  } catch (error) {
-    if (!(error instanceof PeriodError)) throw error;
-    problems.push({ loc: 'body/period_options', msg: error.message, type: 'period' });
-  }
-  if (request.period_type !== 'FIXED' && request.period_options) ignored.push('period_options (period_type is not FIXED)');
-  const options = request.options ?? {};
-  const summed = options.export_aggregation === 'DATE';
-  request.metrics.forEach((metric, index) => {
-    if (isOrderMetric(metric.id) && !summed && !options.aggregate_data) {
-      problems.push({
-        loc: `body/metrics/${index}/id`,
-        msg: 'Order metrics describe the whole store: ask for them with options.aggregate_data or options.export_aggregation DATE',
-        type: 'dependency',
-      });
-    }
-  });
-  if (summed && options.include_kind_and_platform) ignored.push('options.include_kind_and_platform (export_aggregation DATE sums over the ad objects)');
-  if (summed && options.include_ids) ignored.push('options.include_ids (export_aggregation DATE sums over the ad objects)');
-  else if (options.aggregate_data && options.include_ids) ignored.push('options.include_ids (aggregate_data keeps the platform level, which has no id)');
-  if (summed && request.level !== 'platform') ignored.push('level (export_aggregation DATE sums over the ad objects)');
-  else if (options.aggregate_data && request.level !== 'platform') ignored.push('level (aggregate_data keeps the platform level)');
-
-  // Headers must tell columns apart: a label may repeat neither another nor a dimension column.
-  const headers = new Set(DIMENSION_COLUMNS);
-  request.metrics.forEach((metric, index) => {
-    const label = metric.label ?? METRICS.find((known) => known.id === metric.id)?.label ?? metric.id;
-    if (headers.has(label)) problems.push({ loc: `body/metrics/${index}/label`, msg: `Column ${label} is in the export already`, type: 'unique' });
-    headers.add(label);
-  });
-
-  const attribution = request.attribution_options ?? {};
-  (attribution.attribution_models ?? []).forEach((model, index) =>
-    problems.push({
-      loc: `body/attribution_options/attribution_models/${index}`,
-      msg: `Unknown attribution model ${model}: GET /v1/exports/attribution-models lists them`,
-      type: 'enum',
-    }),
-  );
-  if (attribution.attribution_windows?.length) ignored.push('attribution_options.attribution_windows (no attribution model is exported)');
-  if (attribution.accounting_modes?.length) ignored.push('attribution_options.accounting_modes (no attribution model is exported)');
-  return { problems, ignored };
 }
 
 /** Create and poll exports, and the catalogs of what an export can hold. */
@@ -129,8 +78,11 @@ export const exportRoutes: FastifyPluginAsyncTypebox<ExportRouteOptions> = async
       },
     },
     async (request, reply) => {
-      const { problems, ignored } = checkRequest(request.body);
-      if (problems.length > 0) throw invalidRequest(problems, 422);
+      // Planned now to find its problems and what it ignores; the worker plans it again in the
+      // client's time zone, counting relative periods from the moment of creation.
+      const planned = planExport(request.body, 'UTC', new Date());
+      if ('problems' in planned) throw invalidRequest(planned.problems, 422);
+      const { ignored } = planned.plan;
       const id = randomUUID();
       if (!request.tenant.dryRun) {
         await jobs.create(request.tenant, id, request.body, ignored.length > 0 ? { ignored } : {});

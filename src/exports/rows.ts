@@ -1,12 +1,13 @@
 import type { Tenant } from '../auth/tenant.js';
 import type { BreakdownKey } from './catalog.js';
 import type { Period } from './period.js';
+import type { ExportPlan } from './plan.js';
 
 export type Granularity = 'HOURLY' | 'DAILY' | 'WEEKLY' | 'MONTHLY';
 export type Level = 'platform' | 'campaign' | 'adset' | 'ad';
 
-export interface ExportRowsQuery {
-  tenant: Tenant;
+/** What decides the rows of an export: the part of its plan (plan.ts) that the row builder runs. */
+export interface RowsPlan {
   timeZone: string;
   period: Period;
   granularity: Granularity;
@@ -20,6 +21,10 @@ export interface ExportRowsQuery {
   removeZeroSpend: boolean;
   /** Adds the order metrics, on a row per bucket and currency for the whole store. */
   withOrders: boolean;
+}
+
+export interface ExportRowsQuery extends RowsPlan {
+  tenant: Tenant;
 }
 
 /** A column of ad-object rows: the spend column that tells objects apart, and the one naming them, if any. */
@@ -253,4 +258,25 @@ function orderTotals(fromInstant: string, toInstant: string, bucketOf: (instant:
        WHERE o.client_id = $1 AND o.environment = $2 AND o.refunds IS NOT NULL AND x.at >= ${fromInstant} AND x.at < ${toInstant}
        GROUP BY 1, 2)`,
   ];
+}
+
+/** A column of an export's output: the statement's column it is read from, and its header. */
+export interface OutputColumn {
+  name: string;
+  header: string;
+}
+
+/**
+ * The statement of a plan's rows, and the columns to output in order: every dimension column of
+ * its rows, then the metrics asked for under their labels. Files and answers of every format are
+ * written from these two, so that none computes a number its own way.
+ */
+export function planRowsSql(tenant: Tenant, plan: ExportPlan): { sql: string; params: unknown[]; columns: OutputColumn[] } {
+  const { sql, params, columns } = exportRowsSql({ tenant, ...plan });
+  const dimensions = columns.slice(0, columns.indexOf('currency') + 1);
+  return {
+    sql,
+    params,
+    columns: [...dimensions.map((name) => ({ name, header: name })), ...plan.metrics.map(({ id, label }) => ({ name: id, header: label }))],
+  };
 }

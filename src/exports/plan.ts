@@ -1,0 +1,120 @@
+import { Value } from 'typebox/value';
+import type { ErrorItem } from '../http/errors.js';
+import { METRICS, isOrderMetric } from './catalog.js';
+import { PeriodError, resolvePeriod } from './period.js';
+import { DIMENSION_COLUMNS, type RowsPlan } from './rows.js';
+import { ExportRequest } from './schema.js';
+
+/** A set of attributed rows: a model, its lookback window in days, and when a credit counts (its accounting mode). */
+export interface AttributionCombination {
+  model: string;
+  windowDays: number;
+  accountingMode: 'cash' | 'accrual';
+}
+
+/**
+ * Everything an export request means, decided in one place: the rows to compute (what the row
+ * builder of rows.ts runs), the metrics to show under which headers, how to write them, and what
+ * the request asked for that is ignored. Options that are ignored are off in the plan.
+ */
+export interface ExportPlan extends RowsPlan {
+  /** The metrics asked for, in the order asked, each with the header of its column. */
+  metrics: { id: string; label: string }[];
+  /**
+   * One set of rows per combination asked. Always empty for now: no attribution model exists yet,
+   * and naming one is a problem of the request.
+   */
+  attribution: AttributionCombination[];
+  /** Whether names and ids the client chose are written so that spreadsheets never run them. */
+  escapeFormulas: boolean;
+  /** The export's files are `<fileBaseName>.csv`, or `-1`, `-2`, … when there are several. */
+  fileBaseName: string;
+  /** What the request asks for that does not apply, and why: told to the client in `warn`. */
+  ignored: string[];
+}
+
+type Complete = ExportRequest &
+  Required<Pick<ExportRequest, 'level' | 'time_granularity' | 'period_type'>> & { options: Required<NonNullable<ExportRequest['options']>> };
+
+/**
+ * The request with the schema's defaults where it leaves a field out. Requests are stored with
+ * them already, except options of a request sent without `options`, or stored before an option
+ * existed.
+ */
+const withDefaults = (request: ExportRequest) => Value.Default(ExportRequest, { ...request, options: { ...request.options } }) as Complete;
+
+const defaultLabel = (id: string) => METRICS.find((metric) => metric.id === id)!.label;
+
+/**
+ * The plan of an export request (validated by its schema, as sent or as stored), or the problems
+ * that make it impossible. Relative periods are whole days of `timeZone`, counted from `now`.
+ */
+export function planExport(request: ExportRequest, timeZone: string, now: Date): { plan: ExportPlan } | { problems: ErrorItem[] } {
+  const { level, time_granularity, period_type, period_options, breakdowns = [], options, attribution_options = {}, metrics } = withDefaults(request);
+  const problems: ErrorItem[] = [];
+  const ignored: string[] = [];
+
+  let period: RowsPlan['period'] | undefined;
+  try {
+    period = resolvePeriod(period_type, period_options, timeZone, now);
+  } catch (error) {
+    if (!(error instanceof PeriodError)) throw error;
+    problems.push({ loc: 'body/period_options', msg: error.message, type: 'period' });
+  }
+  if (period_type !== 'FIXED' && period_options) ignored.push('period_options (period_type is not FIXED)');
+
+  const summed = options.export_aggregation === 'DATE';
+  metrics.forEach((metric, index) => {
+    if (isOrderMetric(metric.id) && !summed && !options.aggregate_data) {
+      problems.push({
+        loc: `body/metrics/${index}/id`,
+        msg: 'Order metrics describe the whole store: ask for them with options.aggregate_data or options.export_aggregation DATE',
+        type: 'dependency',
+      });
+    }
+  });
+  if (summed && options.include_kind_and_platform) ignored.push('options.include_kind_and_platform (export_aggregation DATE sums over the ad objects)');
+  if (summed && options.include_ids) ignored.push('options.include_ids (export_aggregation DATE sums over the ad objects)');
+  else if (options.aggregate_data && options.include_ids) ignored.push('options.include_ids (aggregate_data keeps the platform level, which has no id)');
+  if (summed && level !== 'platform') ignored.push('level (export_aggregation DATE sums over the ad objects)');
+  else if (options.aggregate_data && level !== 'platform') ignored.push('level (aggregate_data keeps the platform level)');
+
+  // Headers must tell columns apart: a label may repeat neither another nor any dimension column.
+  const headers = new Set(DIMENSION_COLUMNS);
+  const labelled = metrics.map((metric, index) => {
+    const label = metric.label ?? defaultLabel(metric.id);
+    if (headers.has(label)) problems.push({ loc: `body/metrics/${index}/label`, msg: `Column ${label} is in the export already`, type: 'unique' });
+    headers.add(label);
+    return { id: metric.id, label };
+  });
+
+  (attribution_options.attribution_models ?? []).forEach((model, index) =>
+    problems.push({
+      loc: `body/attribution_options/attribution_models/${index}`,
+      msg: `Unknown attribution model ${model}: GET /v1/exports/attribution-models lists them`,
+      type: 'enum',
+    }),
+  );
+  if (attribution_options.attribution_windows?.length) ignored.push('attribution_options.attribution_windows (no attribution model is exported)');
+  if (attribution_options.accounting_modes?.length) ignored.push('attribution_options.accounting_modes (no attribution model is exported)');
+
+  if (problems.length > 0 || !period) return { problems };
+  return {
+    plan: {
+      timeZone,
+      period,
+      granularity: time_granularity,
+      level: summed ? null : options.aggregate_data ? 'platform' : level,
+      breakdowns,
+      includeIds: options.include_ids && !summed && !options.aggregate_data,
+      includeKind: options.include_kind_and_platform && !summed,
+      removeZeroSpend: options.remove_zero_spend,
+      withOrders: metrics.some((metric) => isOrderMetric(metric.id)),
+      metrics: labelled,
+      attribution: [],
+      escapeFormulas: options.escape_formulas,
+      fileBaseName: request.export_file_name ?? `export-${now.toISOString().slice(0, 10)}`,
+      ignored,
+    },
+  };
+}
