@@ -48,6 +48,42 @@ await insert('spend_hourly', [
 ]);
 await insert('spend_daily', [{ at: '2024-11-04', spend: 10, impressions: 1000, clicks: 20, campaignName: 'Campaign 1 (renamed)' }]);
 
+// Every record is inserted before the first test is registered: a top-level await between
+// tests lets the runner finish (and drop the store) before the later tests run.
+
+// Orders of the same client, in New York time. A's first order is before the period; B orders on
+// both sides of the night clocks go back; C pays in EUR and is refunded in full.
+async function insertOrder(id: string, customer: string, at: string, currency: string, total: string, refunds: [string, string][] = [], clientId = client.client_id, environment = 'production') {
+  const refundsJson = refunds.map(([amount, madeAt]) => `{"product_id":"p","quantity":1,"refund_amount":${amount},"refund_cost":0,"refund_made_at":"${madeAt}"}`);
+  const body = `{"order_id":"${id}","customer_id":"${customer}","time_of_purchase":"${at}","currency":"${currency}","purchase_total":${total},"tax":0,
+    "shipping_cost":0,"products":[{"id":"p","name":"P","quantity":1,"price":${total}}]${refunds.length > 0 ? `,"refunds":[${refundsJson.join(',')}]` : ''}}`;
+  await store.db.query(
+    `INSERT INTO orders (client_id, environment, order_id, time_of_purchase, body, created_at, updated_at)
+     VALUES ($1, $2, $3, $4, $5, now(), now())`,
+    [clientId, environment, id, at, body],
+  );
+}
+await insertOrder('o1', 'A', '2024-11-02T12:00:00-04:00', 'USD', '100.50', [['0.50', '2024-11-03T12:00:00-05:00']]);
+await insertOrder('o2', 'A', '2024-11-03T01:30:00-04:00', 'USD', '20.25', [['5.25', '2024-11-04T10:00:00-05:00']]); // the first 01:00
+await insertOrder('o3', 'B', '2024-11-03T01:30:00-05:00', 'USD', '30'); // the second 01:00: B's first order
+await insertOrder('o4', 'B', '2024-11-03T23:00:00-05:00', 'USD', '10');
+await insertOrder('o5', 'C', '2024-11-04T09:00:00-05:00', 'EUR', '40', [['40', '2024-11-04T10:00:00-05:00']]);
+await insertOrder('o6', 'D', '2024-11-05T00:30:00-05:00', 'USD', '99'); // after the period
+await insertOrder('o7', 'E', '2024-11-03T12:00:00-05:00', 'USD', '1000', [], client.client_id, 'uat'); // UAT: never counted
+
+// Another client, on two platforms and three accounts, in UTC.
+const mixed = await createClientRepository(store.db).create('breakdowns');
+const mixedTenant: Tenant = { clientId: mixed.client_id, environment: 'production', dryRun: false };
+await insert(
+  'spend_hourly',
+  [
+    { at: '2024-03-01T10:00:00Z', platform: 'meta', account: 'act1', campaign: 'c1', campaignName: 'Meta one', spend: 10, impressions: 1000, clicks: 10 },
+    { at: '2024-03-01T11:00:00Z', platform: 'meta', account: 'act2', campaign: 'c2', campaignName: 'Meta two', spend: 5, impressions: 500, clicks: 5 },
+    { at: '2024-03-01T12:00:00Z', platform: 'google', account: 'g1', campaign: 'c9', campaignName: 'Search', spend: 8, impressions: 400, clicks: 8 },
+  ],
+  mixed.client_id,
+);
+await insertOrder('x1', 'X', '2024-03-01T15:00:00Z', 'USD', '46', [], mixed.client_id);
 async function rows(
   overrides: Partial<ExportRowsQuery>,
   period: Period = { kind: 'days', from: '2024-11-03', to: '2024-11-05' },
@@ -149,26 +185,6 @@ test('on the night clocks go back, the later of the two 01:00s gives the name', 
 });
 
 
-// Orders of the same client, in New York time. A's first order is before the period; B orders on
-// both sides of the night clocks go back; C pays in EUR and is refunded in full.
-async function insertOrder(id: string, customer: string, at: string, currency: string, total: string, refunds: [string, string][] = [], clientId = client.client_id, environment = 'production') {
-  const refundsJson = refunds.map(([amount, madeAt]) => `{"product_id":"p","quantity":1,"refund_amount":${amount},"refund_cost":0,"refund_made_at":"${madeAt}"}`);
-  const body = `{"order_id":"${id}","customer_id":"${customer}","time_of_purchase":"${at}","currency":"${currency}","purchase_total":${total},"tax":0,
-    "shipping_cost":0,"products":[{"id":"p","name":"P","quantity":1,"price":${total}}]${refunds.length > 0 ? `,"refunds":[${refundsJson.join(',')}]` : ''}}`;
-  await store.db.query(
-    `INSERT INTO orders (client_id, environment, order_id, time_of_purchase, body, created_at, updated_at)
-     VALUES ($1, $2, $3, $4, $5, now(), now())`,
-    [clientId, environment, id, at, body],
-  );
-}
-await insertOrder('o1', 'A', '2024-11-02T12:00:00-04:00', 'USD', '100.50', [['0.50', '2024-11-03T12:00:00-05:00']]);
-await insertOrder('o2', 'A', '2024-11-03T01:30:00-04:00', 'USD', '20.25', [['5.25', '2024-11-04T10:00:00-05:00']]); // the first 01:00
-await insertOrder('o3', 'B', '2024-11-03T01:30:00-05:00', 'USD', '30'); // the second 01:00: B's first order
-await insertOrder('o4', 'B', '2024-11-03T23:00:00-05:00', 'USD', '10');
-await insertOrder('o5', 'C', '2024-11-04T09:00:00-05:00', 'EUR', '40', [['40', '2024-11-04T10:00:00-05:00']]);
-await insertOrder('o6', 'D', '2024-11-05T00:30:00-05:00', 'USD', '99'); // after the period
-await insertOrder('o7', 'E', '2024-11-03T12:00:00-05:00', 'USD', '1000', [], client.client_id, 'uat'); // UAT: never counted
-
 const ORDER_COLUMNS = ['revenue', 'transactions', 'aov', 'refunds', 'net_revenue', 'new_customers', 'returning_customers', 'mer', 'blended_cac'];
 
 test('order metrics per local day and currency, beside the spend: revenue, refunds by refund date, new and returning customers, blended ratios', async () => {
@@ -216,19 +232,6 @@ test('MONTHLY: a customer is new in the month of their first order, and not also
   );
 });
 
-// Another client, on two platforms and three accounts, in UTC.
-const mixed = await createClientRepository(store.db).create('breakdowns');
-const mixedTenant: Tenant = { clientId: mixed.client_id, environment: 'production', dryRun: false };
-await insert(
-  'spend_hourly',
-  [
-    { at: '2024-03-01T10:00:00Z', platform: 'meta', account: 'act1', campaign: 'c1', campaignName: 'Meta one', spend: 10, impressions: 1000, clicks: 10 },
-    { at: '2024-03-01T11:00:00Z', platform: 'meta', account: 'act2', campaign: 'c2', campaignName: 'Meta two', spend: 5, impressions: 500, clicks: 5 },
-    { at: '2024-03-01T12:00:00Z', platform: 'google', account: 'g1', campaign: 'c9', campaignName: 'Search', spend: 8, impressions: 400, clicks: 8 },
-  ],
-  mixed.client_id,
-);
-await insertOrder('x1', 'X', '2024-03-01T15:00:00Z', 'USD', '46', [], mixed.client_id);
 const mixedRows = (overrides: Partial<ExportRowsQuery>) =>
   rows({ timeZone: 'UTC', ...overrides }, { kind: 'days', from: '2024-03-01', to: '2024-03-02' }, mixedTenant);
 
