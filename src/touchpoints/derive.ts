@@ -102,10 +102,10 @@ const given = (value: unknown): string | undefined => (typeof value === 'string'
  */
 export function queryParameters(url: string | undefined): Map<string, string> {
   const parameters = new Map<string, string>();
-  const start = url?.indexOf('?') ?? -1;
+  const withoutFragment = url?.split('#', 1)[0] ?? '';
+  const start = withoutFragment.indexOf('?');
   if (start === -1) return parameters;
-  const query = url!.slice(start + 1).split('#', 1)[0]!;
-  for (const [name, value] of new URLSearchParams(query)) {
+  for (const [name, value] of new URLSearchParams(withoutFragment.slice(start + 1))) {
     const key = name.toLowerCase();
     if (value !== '' && !parameters.has(key)) parameters.set(key, value);
   }
