@@ -27,6 +27,8 @@ import { createRateLimits, registerRateLimits, type RateLimits } from './rate-li
 import { daily, hourly } from './spend/collection.js';
 import { createSpendRepository } from './spend/repository.js';
 import { spendRoutes } from './spend/routes.js';
+import { createTouchpointRepository } from './touchpoints/repository.js';
+import { identityRoutes, touchpointRoutes } from './touchpoints/routes.js';
 import { version } from './version.js';
 
 const OVERLOAD_RETRY_AFTER_SECONDS = 2;
@@ -117,7 +119,7 @@ export async function buildApp({ config, db, environment, logger, onExportCreate
       info: {
         title: `Tributary ${environment === 'uat' ? 'UAT ' : ''}API`,
         version,
-        description: 'Commerce data ingestion and export: orders, aliases and ad spend.',
+        description: 'Commerce data ingestion and export: orders, aliases, ad spend, touchpoints and identities.',
       },
       components: {
         securitySchemes: {
@@ -155,6 +157,9 @@ export async function buildApp({ config, db, environment, logger, onExportCreate
     for (const collection of [hourly, daily]) {
       await api.register(spendRoutes, { prefix: collection.prefix, collection, spend: createSpendRepository(db, collection) });
     }
+    const touchpoints = createTouchpointRepository(db);
+    await api.register(touchpointRoutes, { prefix: '/v1/touchpoints', touchpoints });
+    await api.register(identityRoutes, { prefix: '/v1/identities', touchpoints });
     await api.register(exportRoutes, {
       prefix: '/v1/exports',
       jobs: createExportJobs(db, { linkTtlSeconds: config.exportLinkTtlSeconds }),

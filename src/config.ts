@@ -38,6 +38,8 @@ export interface Config {
   /** Rate limits; 0 turns one off. */
   orderWriteBytesPerMinute: number;
   spendWriteBytesPerMinute: number;
+  /** Touchpoint and identity writes. */
+  touchpointWriteBytesPerMinute: number;
   exportCreatesPerMinute: number;
   exportReadsPerSecond: number;
   authFailuresPerMinute: number;
@@ -90,6 +92,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     redisUrl: env.REDIS_URL || undefined,
     orderWriteBytesPerMinute: integer(env, 'ORDER_WRITE_BYTES_PER_MINUTE', 30 * MIB),
     spendWriteBytesPerMinute: integer(env, 'SPEND_WRITE_BYTES_PER_MINUTE', 30 * MIB),
+    touchpointWriteBytesPerMinute: integer(env, 'TOUCHPOINT_WRITE_BYTES_PER_MINUTE', 30 * MIB),
     exportCreatesPerMinute: integer(env, 'EXPORT_CREATES_PER_MINUTE', 60),
     exportReadsPerSecond: integer(env, 'EXPORT_READS_PER_SECOND', 100),
     authFailuresPerMinute: integer(env, 'AUTH_FAILURES_PER_MINUTE', 30),

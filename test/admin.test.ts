@@ -89,7 +89,10 @@ describe('admin API', () => {
     const response = await adminRequest(service.production, { method: 'GET', url: `/admin/v1/clients/${client.client_id}` });
     assert.equal(response.statusCode, 200, response.body);
     const shown = response.json();
-    assert.deepEqual({ ...shown, created_at: undefined }, { client_id: client.client_id, name: 'Shown', time_zone: 'UTC', created_at: undefined });
+    assert.deepEqual(
+      { ...shown, created_at: undefined },
+      { client_id: client.client_id, name: 'Shown', time_zone: 'UTC', created_at: undefined, source_platforms: {} },
+    );
     assert.match(shown.created_at, /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);
     assertErrorEnvelope(await adminRequest(service.production, { method: 'GET', url: `/admin/v1/clients/${UNKNOWN_UUID}` }), 404);
   });
@@ -120,6 +123,35 @@ describe('admin API', () => {
     }
     assert.equal((await adminRequest(service.production, { method: 'GET', url: `/admin/v1/clients/${client.client_id}` })).json().time_zone, 'America/New_York');
     assertErrorEnvelope(await patch({ time_zone: 'UTC' }, UNKNOWN_UUID), 404);
+  });
+
+  test('PATCH /admin/v1/clients/{id} sets the source mapping, replaced whole, bounded', async () => {
+    const client = await service.createClient('Mapped');
+    const patch = (payload: object) => adminRequest(service.production, { method: 'PATCH', url: `/admin/v1/clients/${client.client_id}`, payload });
+    const show = async () => (await adminRequest(service.production, { method: 'GET', url: `/admin/v1/clients/${client.client_id}` })).json();
+    const mapped = await patch({ source_platforms: { fb: 'meta', ig: 'meta', adwords: 'google' } });
+    assert.equal(mapped.statusCode, 200, mapped.body);
+    assert.deepEqual(mapped.json().source_platforms, { fb: 'meta', ig: 'meta', adwords: 'google' });
+    assert.deepEqual((await patch({ name: 'Renamed' })).json().source_platforms, { fb: 'meta', ig: 'meta', adwords: 'google' }, 'kept when not given');
+    assert.deepEqual((await patch({ source_platforms: { tt: 'tiktok' } })).json().source_platforms, { tt: 'tiktok' }, 'replaced whole');
+
+    const longest = 'x'.repeat(64);
+    const atTheLimits = Object.fromEntries(Array.from({ length: 100 }, (_, n) => [`${n}`.padEnd(64, 'k'), longest]));
+    assert.equal((await patch({ source_platforms: atTheLimits })).statusCode, 200);
+    for (const [source_platforms, loc, type] of [
+      [{ ['k'.repeat(65)]: 'meta' }, 'body/source_platforms', 'max_length'],
+      [{ '': 'meta' }, 'body/source_platforms', 'min_length'],
+      [{ fb: 'x'.repeat(65) }, 'body/source_platforms/fb', 'max_length'],
+      [{ fb: '' }, 'body/source_platforms/fb', 'min_length'],
+      [{ fb: 1 }, 'body/source_platforms/fb', 'type'],
+      [{ ...atTheLimits, one: 'more' }, 'body/source_platforms', 'max_properties'],
+      [['fb', 'meta'], 'body/source_platforms', 'type'],
+    ] as const) {
+      const body = assertErrorEnvelope(await patch({ source_platforms }), 400);
+      assert.deepEqual(body.errors?.map((item) => [item.loc, item.type]), [[loc, type]], JSON.stringify(source_platforms).slice(0, 100));
+    }
+    assert.deepEqual((await show()).source_platforms, atTheLimits, 'nothing changed by a refused request');
+    assert.deepEqual((await patch({ source_platforms: {} })).json().source_platforms, {}, 'cleared');
   });
 
   test('routes without a body take a Content-Type: application/json and no body', async () => {

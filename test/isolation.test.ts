@@ -5,7 +5,8 @@ import { after, describe, test } from 'node:test';
 import type { InjectOptions, LightMyRequestResponse } from 'fastify';
 import { assertErrorEnvelope, makeOrder, minimalOrder, postAliases, postOrders, startExportingService, UUID, type TestApp, type TestClient } from './helpers.js';
 
-// Client A stores orders, aliases, hourly and daily spend and an export on both ports. Client B,
+// Client A stores orders, aliases, hourly and daily spend, touchpoints, an identity link and an
+// export on both ports. Client B,
 // with its own valid key, then tries every route of the client API on A's ids. Its answers must be
 // those it gets on look-alike ids nobody ever used (while B has written nothing), and those a
 // control client, as new as B and doing all B does, gets on those ids: apart from request ids,
@@ -25,6 +26,8 @@ interface Ids {
   erp_alias: string;
   account: string;
   campaign: string;
+  touchpoint_id: string;
+  visitor_id: string;
   export_id: string;
 }
 
@@ -136,7 +139,24 @@ async function exportOutcome(world: World, id: string) {
   }
 }
 
-const A_IDS = { order_id: 'A-1001', shopify_alias: 'gid-A-1001', erp_alias: 'ERP-A-1001', account: 'act_A', campaign: 'spring-A' };
+const A_IDS = {
+  order_id: 'A-1001',
+  shopify_alias: 'gid-A-1001',
+  erp_alias: 'ERP-A-1001',
+  account: 'act_A',
+  campaign: 'spring-A',
+  touchpoint_id: 'tp-A-7',
+  visitor_id: 'visitor-A',
+};
+
+/** A touchpoint of the world's visitor and campaign; its visitor linked through the world's order id. */
+const touchpoints = (ids: Ids, occurred_at = `${DAY}T08:00:00Z`) => ({
+  data: [{ touchpoint_id: ids.touchpoint_id, occurred_at, visitor_id: ids.visitor_id, utm_source: 'meta', utm_medium: 'cpc', utm_campaign: ids.campaign }],
+});
+const identities = (ids: Ids) => ({ data: [{ visitor_id: ids.visitor_id, order_id: ids.order_id }] });
+const ofVisitor = (ids: Ids) => ({ visitor_id: ids.visitor_id });
+/** The customer of the world's order (makeOrder's and minimalOrder's default). */
+const ofCustomer = (ids: Ids) => ({ customer_id: `customer-of-${ids.order_id}` });
 
 /** Client A on one port, once it has stored its orders, aliases, spend and a finished export there. */
 async function withClientData(app: TestApp, client: TestClient): Promise<World> {
@@ -148,6 +168,8 @@ async function withClientData(app: TestApp, client: TestClient): Promise<World> 
     const data = A_SPEND.map(([platform, spend]) => spendRecord(collection, ids, platform, spend));
     expectStatus(await call(world, { method: 'POST', url: collection.path, payload: { data } }), 201);
   }
+  expectStatus(await call(world, { method: 'POST', url: '/v1/touchpoints', payload: touchpoints(ids) }), 201);
+  expectStatus(await call(world, { method: 'POST', url: '/v1/identities', payload: identities(ids) }), 201);
   ids.export_id = expectStatus(await call(world, { method: 'POST', url: '/v1/exports/data-export', payload: exportRequest(ids) }), 201).id;
   assert.equal((await exportOutcome(world, ids.export_id)).status, 'SUCCESS');
   return world;
@@ -163,6 +185,7 @@ async function readBack(world: World) {
     orders: await get('/v2/orders', MARCH),
     spend: await Promise.all(SPEND.map((collection) => get(collection.path, spendList(collection, world.ids)))),
     breakdowns: await get('/v1/exports/breakdowns'),
+    touchpoints: await get('/v1/touchpoints', ofCustomer(world.ids)),
     export: await exportOutcome(world, world.ids.export_id),
   };
 }
@@ -232,6 +255,19 @@ const breakdownProbe = (what: string, expected: (ids: Ids) => object): Probe => 
   check: (response, { ids }) => assert.deepEqual(expectStatus(response, 200), expected(ids)),
 });
 
+const listTouchpointsProbe = (what: string, query: (ids: Ids) => Record<string, string>, expected: (ids: Ids) => object[]): Probe => ({
+  what,
+  method: 'GET',
+  route: '/v1/touchpoints',
+  query,
+  check(response, { ids }) {
+    const listed = expectPage(response).map(({ touchpoint_id, visitor_id, campaign_id, linked_customer_id }) => ({ touchpoint_id, visitor_id, campaign_id, linked_customer_id }));
+    assert.deepEqual(listed, expected(ids));
+  },
+});
+/** B's touchpoint: A's ids, another time; its visitor linked through B's own order of A's order id. */
+const bTouchpoint = (ids: Ids) => [{ touchpoint_id: ids.touchpoint_id, visitor_id: ids.visitor_id, campaign_id: ids.campaign, linked_customer_id: 'b-customer' }];
+
 const fetchExportOfA: Probe = {
   what: "fetches A's export result: 404",
   method: 'GET',
@@ -244,6 +280,9 @@ const BEFORE_WRITES: Probe[] = [
   listOrdersProbe("lists orders over A's days: none", () => []),
   ...spendProbes('list', "lists spend of A's account and day: none", []),
   fetchExportOfA,
+  listTouchpointsProbe("lists touchpoints of A's visitor: none", ofVisitor, () => []),
+  listTouchpointsProbe("lists touchpoints of A's customer: none", ofCustomer, () => []),
+  listTouchpointsProbe("lists touchpoints of A's day: none", () => ({ start: `${DAY}T00:00:00Z`, end: `${DAY}T23:59:59Z` }), () => []),
   { what: 'reads the metric catalog', method: 'GET', route: '/v1/exports/metrics', check: (response) => void expectStatus(response, 200) },
   breakdownProbe('reads breakdown values: none', () => breakdowns([], [])),
   {
@@ -322,6 +361,26 @@ const WRITES: Probe[] = [
     },
   },
   { ...fetchExportOfA, what: "fetches A's export result, having exports of its own: 404" },
+  {
+    what: "upserts a touchpoint of A's touchpoint id and visitor: a new one of its own",
+    method: 'POST',
+    route: '/v1/touchpoints',
+    payload: (ids) => touchpoints(ids, `${DAY}T09:30:00Z`),
+    check(response) {
+      const { inserted, updated } = expectStatus(response, 201);
+      assert.deepEqual({ inserted, updated }, { inserted: 1, updated: 0 });
+    },
+  },
+  {
+    what: "links A's visitor to A's order id: a link of its own, to its own order of that id",
+    method: 'POST',
+    route: '/v1/identities',
+    payload: identities,
+    check: (response) => assert.equal(expectStatus(response, 201).linked, 1),
+  },
+  listTouchpointsProbe("lists touchpoints of A's visitor: its own only, linked to its own customer", ofVisitor, bTouchpoint),
+  listTouchpointsProbe("lists touchpoints of A's customer: none", ofCustomer, () => []),
+  listTouchpointsProbe('lists touchpoints of the day: its own only', () => ({ start: `${DAY}T00:00:00Z` }), bTouchpoint),
   ...spendProbes('delete', 'deletes spend of that key: its own record only', B_SPEND),
 ];
 
@@ -382,6 +441,10 @@ for (const environment of ENVIRONMENTS) {
       );
       assert.deepEqual(stored.spend.map((page) => spendOf(page.data)), SPEND.map(() => ownSpend(owner.ids, A_SPEND)));
       assert.deepEqual(stored.breakdowns, breakdowns(['google', 'meta'], [owner.ids.account]));
+      assert.deepEqual(
+        stored.touchpoints.data.map((t: Record<string, string>) => [t.touchpoint_id, t.occurred_at, t.campaign_id, t.linked_customer_id]),
+        [[owner.ids.touchpoint_id, `${DAY}T08:00:00.000Z`, owner.ids.campaign, `customer-of-${owner.ids.order_id}`]],
+      );
       assert.equal(stored.export.status, 'SUCCESS');
     });
 
@@ -437,7 +500,7 @@ for (const environment of ENVIRONMENTS) {
       assertAllTheSame(answers, 'download');
     });
 
-    test("after all of B's attempts, A's orders, aliases, spend, breakdowns and export read back as before", async () => {
+    test("after all of B's attempts, A's orders, aliases, spend, breakdowns, touchpoints, links and export read back as before", async () => {
       assert.deepEqual(await readBack(owner), stored);
     });
   });

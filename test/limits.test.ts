@@ -50,6 +50,8 @@ describe('request limits', () => {
       { url: '/v2/orders/aliases', body: `{"aliases":${arrayOf(2501, SPARSE_ITEM)}}`, status: 400, loc: 'body/aliases', msg: 'Must have at most 2500 items' },
       { url: '/v1/spend_hourly', body: `{"data":${arrayOf(1001, SPARSE_ITEM)}}`, status: 422, loc: 'body/data', msg: 'Must have at most 1000 items' },
       { url: '/v1/spend', body: `{"data":${arrayOf(1001, SPARSE_ITEM)}}`, status: 422, loc: 'body/data', msg: 'Must have at most 1000 items' },
+      { url: '/v1/touchpoints', body: `{"data":${arrayOf(1001, SPARSE_ITEM)}}`, status: 422, loc: 'body/data', msg: 'Must have at most 1000 items' },
+      { url: '/v1/identities', body: `{"data":${arrayOf(1001, SPARSE_ITEM)}}`, status: 422, loc: 'body/data', msg: 'Must have at most 1000 items' },
     ];
     for (const { url, body, status, loc, msg } of cases) {
       const envelope = assertErrorEnvelope(await post(url, body), status);

@@ -12,9 +12,11 @@ import { ADMIN_TOKEN, assertErrorEnvelope, hourlySpend, minimalOrder, postOrders
 
 const BUDGET = 6000;
 const SPEND_BUDGET = 4000;
+const TOUCHPOINT_BUDGET = 3000;
 const service = await startService({
   ORDER_WRITE_BYTES_PER_MINUTE: String(BUDGET),
   SPEND_WRITE_BYTES_PER_MINUTE: String(SPEND_BUDGET),
+  TOUCHPOINT_WRITE_BYTES_PER_MINUTE: String(TOUCHPOINT_BUDGET),
   EXPORT_CREATES_PER_MINUTE: '3',
   EXPORT_READS_PER_SECOND: '5',
   AUTH_FAILURES_PER_MINUTE: '4',
@@ -260,6 +262,43 @@ test('spend writes spend a budget of body bytes per API key, of their own; over 
 
   const tooLarge = { data: Array.from({ length: 20 }, (_, i) => spendHour(campaign(i)).data[0]) };
   assertErrorEnvelope(await postSpend(other.headers, tooLarge), 413);
+});
+
+test('touchpoint and identity writes spend one budget of body bytes per API key, of their own; over it, a 429 that stores nothing', async () => {
+  const client = await service.createClient();
+  const policy = `"touchpoint-writes";q=${TOUCHPOINT_BUDGET};w=60;qu="content-bytes"`;
+  const touchpoint = (n: number) => ({ data: [{ touchpoint_id: `tp-${String(n).padStart(3, '0')}`, occurred_at: '2024-03-08T09:00:00Z', visitor_id: 'v' }] });
+  const post = (url: string, payload: object, headers = client.headers) => service.production.inject({ method: 'POST', url, headers, payload });
+  await startOfMinuteWindow();
+  const first = await post('/v1/touchpoints', touchpoint(0));
+  assert.equal(first.statusCode, 201, first.body);
+  assert.equal(first.headers['ratelimit-policy'], policy);
+  const size = Buffer.byteLength(JSON.stringify(touchpoint(0)));
+  assert.equal(remaining(first), TOUCHPOINT_BUDGET - size);
+
+  const link = { data: [{ visitor_id: 'v', customer_id: 'c' }] };
+  const linked = await post('/v1/identities', link);
+  assert.equal(linked.statusCode, 201, linked.body);
+  assert.equal(linked.headers['ratelimit-policy'], policy, 'identities share the touchpoints\' budget');
+  const linkSize = Buffer.byteLength(JSON.stringify(link));
+  assert.equal(remaining(linked), TOUCHPOINT_BUDGET - size - linkSize);
+
+  let sent = 1;
+  let response = first;
+  while (response.statusCode === 201 && sent < 100) response = await post('/v1/touchpoints', touchpoint(sent++));
+  assertTooMany(response);
+  const accepted = sent - 1;
+  assert.equal(accepted, Math.floor((TOUCHPOINT_BUDGET - linkSize) / size), 'as many requests as the budget holds');
+  const [row] = await service.db.query<{ n: number }>('SELECT count(*)::int AS n FROM touchpoints WHERE client_id = $1', [client.client_id]);
+  assert.equal(row!.n, accepted, 'the refused request was not stored');
+  assertTooMany(await post('/v1/identities', { data: [{ visitor_id: 'w', customer_id: 'c' }] }));
+  const [links] = await service.db.query<{ n: number }>('SELECT count(*)::int AS n FROM identities WHERE client_id = $1', [client.client_id]);
+  assert.equal(links!.n, 1);
+
+  // Order and spend writes have budgets of their own.
+  assert.equal((await postOrders(service.production, client, [minimalOrder('not-a-touchpoint')])).statusCode, 200);
+  assert.equal((await postSpend(client.headers, spendHour('not-a-touchpoint'))).statusCode, 201);
+  assert.equal((await post('/v1/touchpoints', touchpoint(0), (await service.createClient()).headers)).statusCode, 201, 'another client has its own budget');
 });
 
 test('the UAT test credentials\' spend writes are limited per source address', async () => {

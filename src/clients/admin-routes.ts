@@ -10,6 +10,21 @@ import { ClientName } from './schema.js';
 
 const ClientId = Type.String({ format: 'uuid' });
 const TimeZone = Type.String({ minLength: 1, description: 'IANA time zone of the client\'s exports, such as Europe/Berlin. Default UTC.' });
+/** Bounds of a source mapping: far past the sources a shop tags its links with. */
+export const SOURCE_MAPPING_LIMITS = { entries: 100, length: 64 };
+const KEY_LENGTH = `Keys must be 1 to ${SOURCE_MAPPING_LIMITS.length} characters long`;
+const SourcePlatforms = Type.Unsafe<Record<string, string>>({
+  type: 'object',
+  additionalProperties: Type.String({ minLength: 1, maxLength: SOURCE_MAPPING_LIMITS.length, description: 'The platform_name it means.' }),
+  // One message for a key too short or too long, and for the propertyNames failure it causes: one problem listed.
+  propertyNames: { type: 'string', minLength: 1, maxLength: SOURCE_MAPPING_LIMITS.length, 'x-messages': { minLength: KEY_LENGTH, maxLength: KEY_LENGTH } },
+  maxProperties: SOURCE_MAPPING_LIMITS.entries,
+  description: `utm_source values (exact, case-sensitive) and the platform_name each means, such as {"fb": "meta"}: touchpoints written afterwards name their platform through it. At most ${SOURCE_MAPPING_LIMITS.entries} entries, keys and values 1 to ${SOURCE_MAPPING_LIMITS.length} characters.`,
+  'x-messages': {
+    propertyNames: KEY_LENGTH,
+    maxProperties: { msg: `Must have at most ${SOURCE_MAPPING_LIMITS.entries} entries`, type: 'max_properties' },
+  },
+});
 const ClientParams = Type.Object({ client_id: ClientId });
 const clientNotFound = () => new ApiError(404, 'Client not found');
 const ClientView = Type.Object({
@@ -17,6 +32,7 @@ const ClientView = Type.Object({
   name: Type.String(),
   time_zone: Type.String(),
   created_at: Type.String({ format: 'date-time' }),
+  source_platforms: Type.Record(Type.String(), Type.String()),
 });
 const IssuedKey = {
   api_key: Type.String({ description: 'Shown this once; only its hash is kept.' }),
@@ -85,10 +101,10 @@ export const adminRoutes: FastifyPluginAsyncTypebox<AdminOptions> = async (app, 
     '/clients/:client_id',
     {
       schema: {
-        summary: 'Rename a client or set its time zone',
+        summary: 'Rename a client, set its time zone or its source mapping',
         params: ClientParams,
         body: Type.Object(
-          { name: Type.Optional(ClientName), time_zone: Type.Optional(TimeZone) },
+          { name: Type.Optional(ClientName), time_zone: Type.Optional(TimeZone), source_platforms: Type.Optional(SourcePlatforms) },
           { additionalProperties: false, minProperties: 1 },
         ),
         response: { 200: ClientView, ...errors },

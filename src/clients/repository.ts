@@ -10,12 +10,18 @@ export interface Client {
   created_at: string;
 }
 
+/** A client as the admin API shows it: with its source mapping. */
+export interface ClientDetails extends Client {
+  source_platforms: Record<string, string>;
+}
+
 export interface IssuedKey {
   api_key: string;
   key_id: string;
 }
 
 const CLIENT = 'client_id, name, time_zone, utc_iso(created_at) AS created_at';
+const CLIENT_DETAILS = `${CLIENT}, source_platforms`;
 
 function knownToNode(timeZone: string): boolean {
   try {
@@ -55,31 +61,33 @@ export function createClientRepository(db: Database) {
       return db.query<Client>(`SELECT ${CLIENT} FROM clients ORDER BY clients.created_at, client_id`);
     },
 
-    async find(clientId: string): Promise<Client | undefined> {
-      const [client] = await db.query<Client>(`SELECT ${CLIENT} FROM clients WHERE client_id = $1`, [
+    async find(clientId: string): Promise<ClientDetails | undefined> {
+      const [client] = await db.query<ClientDetails>(`SELECT ${CLIENT_DETAILS} FROM clients WHERE client_id = $1`, [
         clientId,
       ]);
       return client;
     },
 
     /**
-     * Changes a client's name or time zone: the client, 'unknown_client', or
-     * 'unknown_time_zone' when PostgreSQL (which buckets exports by it) does not know the zone.
+     * Changes a client's name, time zone or source mapping (replaced whole): the client,
+     * 'unknown_client', or 'unknown_time_zone' when PostgreSQL (which buckets exports by it) does
+     * not know the zone.
      */
     async update(
       clientId: string,
-      changes: { name?: string; time_zone?: string },
-    ): Promise<Client | 'unknown_client' | 'unknown_time_zone'> {
+      changes: { name?: string; time_zone?: string; source_platforms?: Record<string, string> },
+    ): Promise<ClientDetails | 'unknown_client' | 'unknown_time_zone'> {
       if (changes.time_zone !== undefined) {
         // Both must know it: PostgreSQL buckets exports by it, Node.js resolves their periods.
         const known = await db.query('SELECT 1 FROM pg_timezone_names WHERE name = $1', [changes.time_zone]);
         if (known.length === 0 || !knownToNode(changes.time_zone)) return 'unknown_time_zone';
       }
-      const [client] = await db.query<Client>(
-        `UPDATE clients SET name = coalesce($2, name), time_zone = coalesce($3, time_zone)
+      const [client] = await db.query<ClientDetails>(
+        `UPDATE clients SET name = coalesce($2, name), time_zone = coalesce($3, time_zone),
+                source_platforms = coalesce($4::jsonb, source_platforms)
           WHERE client_id = $1
-          RETURNING ${CLIENT}`,
-        [clientId, changes.name ?? null, changes.time_zone ?? null],
+          RETURNING ${CLIENT_DETAILS}`,
+        [clientId, changes.name ?? null, changes.time_zone ?? null, changes.source_platforms === undefined ? null : JSON.stringify(changes.source_platforms)],
       );
       return client ?? 'unknown_client';
     },

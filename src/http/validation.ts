@@ -14,6 +14,7 @@ import type { ErrorItem } from './errors.js';
  * - `x-unique-by`: on an array of objects, the properties that together must not repeat.
  * - `x-exclusive`: on an object, pairs of properties that must not both be present.
  * - `x-distinct`: on an object, two properties that must not hold the same value.
+ * - `x-required-any`: on an object, properties of which at least one must be present.
  */
 type Messages = Record<string, string | { msg: string; type: string }>;
 
@@ -86,6 +87,17 @@ const distinct = keyword('x-distinct', 'object', ([a, b]: [string, string], data
     : [],
 );
 
+const requiredAny = keyword('x-required-any', 'object', (names: string[], data: Obj, parentSchema, path) =>
+  names.some((name) => data[name] !== undefined)
+    ? []
+    : [{
+        keyword: 'x-required-any',
+        instancePath: `${path}/${names[0]}`,
+        message: customMessage(parentSchema, 'x-required-any')?.msg ?? `Give at least one of ${names.join(', ')}`,
+        params: { names },
+      }],
+);
+
 /**
  * An e-mail address: one @, no spaces, a dotted domain. Internationalised addresses (RFC 6531,
  * such as müller@example.de) are real customers' addresses and are accepted.
@@ -113,6 +125,7 @@ export function createAjv(options: { coerceTypes: boolean; allErrors: boolean })
   ajv.addKeyword(uniqueBy);
   ajv.addKeyword(exclusive);
   ajv.addKeyword(distinct);
+  ajv.addKeyword(requiredAny);
   return ajv;
 }
 
@@ -142,6 +155,7 @@ const TYPES: Record<string, string> = {
   'x-unique-by': 'unique',
   'x-exclusive': 'exclusive',
   'x-distinct': 'distinct',
+  'x-required-any': 'required',
   enum: 'enum',
   const: 'enum',
   format: 'format',

@@ -10,7 +10,7 @@ import { decide, memoryStore, type CounterStore, type Decision, type Policy } fr
  * The limited groups of routes; a route names its group in `config.rateLimit`. A new batch
  * endpoint joins a budget by naming its group, or gets its own with a line in `routePolicies`.
  */
-export type LimitName = 'orderWrites' | 'spendWrites' | 'exportCreates' | 'exportReads';
+export type LimitName = 'orderWrites' | 'spendWrites' | 'touchpointWrites' | 'exportCreates' | 'exportReads';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -22,6 +22,7 @@ export interface RateLimitConfig {
   redisUrl: string | undefined;
   orderWriteBytesPerMinute: number;
   spendWriteBytesPerMinute: number;
+  touchpointWriteBytesPerMinute: number;
   exportCreatesPerMinute: number;
   exportReadsPerSecond: number;
   authFailuresPerMinute: number;
@@ -40,6 +41,7 @@ function routePolicies(config: RateLimitConfig): Record<LimitName, RoutePolicy |
   return {
     orderWrites: limited({ name: 'order-writes', limit: config.orderWriteBytesPerMinute, ...bytesPerKey }),
     spendWrites: limited({ name: 'spend-writes', limit: config.spendWriteBytesPerMinute, ...bytesPerKey }),
+    touchpointWrites: limited({ name: 'touchpoint-writes', limit: config.touchpointWriteBytesPerMinute, ...bytesPerKey }),
     exportCreates: limited({ name: 'export-creates', limit: config.exportCreatesPerMinute, windowSeconds: 60, unit: 'requests', per: 'client' }),
     exportReads: limited({ name: 'export-reads', limit: config.exportReadsPerSecond, windowSeconds: 1, unit: 'requests', per: 'client' }),
   };
@@ -59,7 +61,7 @@ const addressForLog = (request: FastifyRequest) => createHmac('sha256', LOG_KEY)
 export type RateLimits = ReturnType<typeof createRateLimits>;
 
 /**
- * The service's rate limits: order- and spend-write body bytes per API key, export creations
+ * The service's rate limits: order-, spend- and touchpoint-write body bytes per API key, export creations
  * and reads per client, failed authentications per source address. Counters are in memory, or
  * in Redis when `redisUrl` is set; when Redis cannot be reached requests are served unlimited
  * (fail open) and the log says so.

@@ -1,0 +1,151 @@
+import type { Tenant } from '../auth/tenant.js';
+import type { Database } from '../db/index.js';
+import { AD_FIELDS, UTM_FIELDS, type DerivedTouchpoint, type SourcePlatforms } from './derive.js';
+
+export interface TouchpointFilter {
+  visitor_id?: string;
+  customer_id?: string;
+  /** Inclusive bounds of occurred_at. */
+  start?: string;
+  end?: string;
+}
+
+/** The columns a touchpoint is written to, with their types as read from a request's records. */
+const COLUMNS: [string, string][] = [
+  ['touchpoint_id', 'text'],
+  ['occurred_at', 'timestamptz'],
+  ['type', 'text'],
+  ['visitor_id', 'text'],
+  ['customer_id', 'text'],
+  ['landing_url', 'text'],
+  ['referrer', 'text'],
+  ...UTM_FIELDS.map((field): [string, string] => [field, 'text']),
+  ['click_ids', 'jsonb'],
+  ...AD_FIELDS.map((field): [string, string] => [field, 'text']),
+  ['channel', 'text'],
+];
+const NAMES = COLUMNS.map(([name]) => name).join(', ');
+const VALUES = COLUMNS.filter(([name]) => name !== 'touchpoint_id').map(([name]) => name);
+
+/**
+ * Touchpoints as JSON texts joined by commas, in `order`, each with the customer it is linked to:
+ * its own customer_id, else its visitor's identity link, direct or through an order (`i`, `o`).
+ */
+const touchpointsJson = (row: string, order: string) => `coalesce(string_agg(json_build_object(
+    'touchpoint_id', ${row}.touchpoint_id, 'occurred_at', utc_iso(${row}.occurred_at), 'type', ${row}.type,
+    'visitor_id', ${row}.visitor_id, 'customer_id', ${row}.customer_id,
+    'linked_customer_id', coalesce(${row}.customer_id, i.customer_id, o.customer_id),
+    'landing_url', ${row}.landing_url, 'referrer', ${row}.referrer,
+    ${UTM_FIELDS.map((field) => `'${field}', ${row}.${field}`).join(', ')},
+    'click_ids', ${row}.click_ids,
+    ${AD_FIELDS.map((field) => `'${field}', ${row}.${field}`).join(', ')},
+    'channel', ${row}.channel,
+    'created_at', utc_iso(${row}.created_at), 'updated_at', utc_iso(${row}.updated_at))::text, ',' ORDER BY ${order}), '')`;
+
+/** Positional parameters of a statement built piece by piece: each value once, where it is first used. */
+class Parameters {
+  readonly values: unknown[] = [];
+  add(value: unknown, type: string): string {
+    this.values.push(value);
+    return `$${this.values.length}::${type}`;
+  }
+}
+
+export type TouchpointRepository = ReturnType<typeof createTouchpointRepository>;
+
+export function createTouchpointRepository(db: Database) {
+  /**
+   * The touchpoints a filter matches (a SELECT of whole rows). A customer's are those it was
+   * sent with, and those of visitors linked to it that were sent without one: two disjoint
+   * index scans, the visitors found by their direct links (an index) and by their order links
+   * (the client's order links, each order found by its key).
+   */
+  function matching(tenant: Tenant, filter: TouchpointFilter, params: Parameters): string {
+    const [client, environment] = [params.add(tenant.clientId, 'uuid'), params.add(tenant.environment, 'text')];
+    const tenantOf = (alias: string) => `${alias}.client_id = ${client} AND ${alias}.environment = ${environment}`;
+    const time = [
+      ...(filter.start === undefined ? [] : [`t.occurred_at >= ${params.add(filter.start, 'timestamptz')}`]),
+      ...(filter.end === undefined ? [] : [`t.occurred_at <= ${params.add(filter.end, 'timestamptz')}`]),
+    ];
+    const where = (...conditions: string[]) => [tenantOf('t'), ...conditions, ...time].join(' AND ');
+    if (filter.customer_id !== undefined) {
+      const customer = params.add(filter.customer_id, 'text');
+      return `SELECT t.* FROM touchpoints t WHERE ${where(`t.customer_id = ${customer}`)}
+              UNION ALL
+              SELECT t.* FROM touchpoints t
+               WHERE ${where('t.customer_id IS NULL')}
+                 AND t.visitor_id IN (SELECT i.visitor_id FROM identities i WHERE ${tenantOf('i')} AND i.customer_id = ${customer}
+                                      UNION ALL
+                                      SELECT i.visitor_id FROM identities i
+                                        JOIN orders o ON ${tenantOf('o')} AND o.order_id = i.order_id
+                                       WHERE ${tenantOf('i')} AND i.order_id IS NOT NULL AND o.customer_id = ${customer})`;
+    }
+    const visitor = filter.visitor_id === undefined ? [] : [`t.visitor_id = ${params.add(filter.visitor_id, 'text')}`];
+    return `SELECT t.* FROM touchpoints t WHERE ${where(...visitor)}`;
+  }
+
+  return {
+    /** The client's mapping of utm_source values to platform names. */
+    async sourcePlatforms(clientId: string): Promise<SourcePlatforms> {
+      const [row] = await db.query<{ source_platforms: SourcePlatforms }>('SELECT source_platforms FROM clients WHERE client_id = $1', [clientId]);
+      return row?.source_platforms ?? {};
+    },
+
+    /**
+     * Inserts each touchpoint, or replaces the one of the same touchpoint_id: one statement, all
+     * or nothing. Rows are sorted by key (byte-wise, as the key is), so that concurrent requests
+     * lock them in one order. `writtenAt` is the request's time, passed in (updated_at never goes
+     * back, should an earlier request commit later).
+     */
+    async upsert(tenant: Tenant, touchpoints: readonly DerivedTouchpoint[], writtenAt: Date): Promise<{ inserted: number; updated: number }> {
+      const rows = await db.query<{ inserted: boolean }>(
+        `INSERT INTO touchpoints AS t (client_id, environment, ${NAMES}, created_at, updated_at)
+         SELECT $1, $2, ${NAMES}, $4::timestamptz, $4::timestamptz
+           FROM jsonb_to_recordset($3::jsonb) AS r(${COLUMNS.map(([name, type]) => `${name} ${type}`).join(', ')})
+          ORDER BY touchpoint_id COLLATE "C"
+         ON CONFLICT (client_id, environment, touchpoint_id) DO UPDATE SET
+           ${VALUES.map((name) => `${name} = excluded.${name}`).join(', ')},
+           updated_at = greatest(t.updated_at, excluded.updated_at)
+         RETURNING (xmax = 0) AS inserted`,
+        [tenant.clientId, tenant.environment, JSON.stringify(touchpoints), writtenAt.toISOString()],
+      );
+      const inserted = rows.filter((row) => row.inserted).length;
+      return { inserted, updated: rows.length - inserted };
+    },
+
+    /** One page of the touchpoints a filter matches, by occurred_at then touchpoint_id, and how many there are. */
+    async list(tenant: Tenant, filter: TouchpointFilter, page: number, pageSize: number): Promise<{ items: string; total: number }> {
+      const params = new Parameters();
+      const matched = matching(tenant, filter, params);
+      const [limit, offset] = [params.add(pageSize, 'int'), params.add((page - 1) * pageSize, 'bigint')];
+      const [row] = await db.query<{ items: string; total: number }>(
+        `SELECT (SELECT count(*)::int FROM (${matched}) m) AS total,
+                (SELECT ${touchpointsJson('p', 'p.occurred_at, p.touchpoint_id')}
+                   FROM (SELECT * FROM (${matched}) m ORDER BY occurred_at, touchpoint_id LIMIT ${limit} OFFSET ${offset}) p
+                   LEFT JOIN identities i ON i.client_id = p.client_id AND i.environment = p.environment AND i.visitor_id = p.visitor_id
+                   LEFT JOIN orders o ON o.client_id = i.client_id AND o.environment = i.environment AND o.order_id = i.order_id) AS items`,
+        params.values,
+      );
+      return row!;
+    },
+
+    /**
+     * Links each visitor of `bodyJson` (`{"data": [...]}`, as received) to its customer or order,
+     * replacing the visitor's earlier link: the link of the request written last holds. Sorted by
+     * key, as touchpoints are; `linkedAt` is the request's time.
+     */
+    async link(tenant: Tenant, bodyJson: string, linkedAt: Date): Promise<number> {
+      const rows = await db.query(
+        `INSERT INTO identities AS i (client_id, environment, visitor_id, customer_id, order_id, linked_at)
+         SELECT $1, $2, r.visitor_id, r.customer_id, r.order_id, $4::timestamptz
+           FROM jsonb_to_recordset($3::jsonb -> 'data') AS r(visitor_id text, customer_id text, order_id text)
+          ORDER BY r.visitor_id COLLATE "C"
+         ON CONFLICT (client_id, environment, visitor_id) DO UPDATE SET
+           customer_id = excluded.customer_id, order_id = excluded.order_id, linked_at = excluded.linked_at
+         RETURNING visitor_id`,
+        [tenant.clientId, tenant.environment, bodyJson, linkedAt.toISOString()],
+      );
+      return rows.length;
+    },
+  };
+}

@@ -1,0 +1,144 @@
+import { Type, type Static } from 'typebox';
+import { PageQuery, pageOf } from '../http/pagination.js';
+import { DateTime, Identifier, MAX_TEXT_LENGTH } from '../http/schemas.js';
+import { AD_FIELDS, CHANNELS, CLICK_ID_FIELDS, CLICK_ID_PLATFORMS, MAX_CLICK_ID_LENGTH, MAX_UTM_LENGTH, UTM_FIELDS } from './derive.js';
+
+export const MAX_TOUCHPOINTS_PER_REQUEST = 1000;
+export const MAX_IDENTITIES_PER_REQUEST = 1000;
+
+/** Spend's bound on a platform name, so that every platform a touchpoint names can be one of spend's. */
+const MAX_PLATFORM_NAME_LENGTH = 64;
+const OPTIONAL_ID_LENGTH = 255;
+
+/** An optional field where "" means absent, as trackers send parameters they do not have. */
+const OrEmpty = (description: string, maxLength: number) =>
+  Type.Optional(Type.String({ maxLength, description: `${description} "" is the same as absent.` }));
+
+const utmProperties = Object.fromEntries(
+  UTM_FIELDS.map((field) => [field, OrEmpty(`Read from landing_url's query when absent.`, MAX_UTM_LENGTH)]),
+);
+const clickIdProperties = Object.fromEntries(
+  CLICK_ID_FIELDS.map((field) => [field, OrEmpty(`Click id of ${CLICK_ID_PLATFORMS[field]}; read from landing_url's query when absent.`, MAX_CLICK_ID_LENGTH)]),
+);
+const adProperties = {
+  platform_name: OrEmpty('Overrides utm_source and the click id.', MAX_PLATFORM_NAME_LENGTH),
+  platform_account_id: OrEmpty('The ad platform account.', OPTIONAL_ID_LENGTH),
+  campaign_id: OrEmpty('Overrides utm_campaign.', OPTIONAL_ID_LENGTH),
+  adset_id: OrEmpty('Overrides utm_term.', OPTIONAL_ID_LENGTH),
+  ad_id: OrEmpty('Overrides utm_content.', OPTIONAL_ID_LENGTH),
+};
+
+export const TouchpointType = Type.Union([Type.Literal('visit'), Type.Literal('view')]);
+
+export const Touchpoint = Type.Object(
+  {
+    touchpoint_id: Identifier('Unique per client: sending it again replaces the touchpoint.'),
+    occurred_at: DateTime('When the visit or view happened.'),
+    type: Type.Optional(
+      Type.Unsafe<'visit' | 'view'>({
+        type: 'string',
+        enum: ['visit', 'view'],
+        default: 'visit',
+        description: 'visit (the default): the person arrived on the shop; view: an ad impression a platform reported.',
+      }),
+    ),
+    visitor_id: Type.Optional(Identifier('An anonymous browser or device id.')),
+    customer_id: Type.Optional(Identifier("The shop's own customer id, as in orders.")),
+    landing_url: OrEmpty('The page the visit arrived on; its query holds UTMs and click ids.', MAX_TEXT_LENGTH),
+    referrer: OrEmpty('The page the visit came from (an absolute URL).', MAX_TEXT_LENGTH),
+    ...utmProperties,
+    ...clickIdProperties,
+    ...adProperties,
+  },
+  {
+    additionalProperties: false,
+    'x-required-any': ['visitor_id', 'customer_id'],
+    'x-messages': { 'x-required-any': 'Give visitor_id or customer_id, or both' },
+  },
+);
+
+export const TouchpointBatch = Type.Object(
+  {
+    data: Type.Array(Touchpoint, {
+      minItems: 1,
+      maxItems: MAX_TOUCHPOINTS_PER_REQUEST,
+      'x-unique-by': ['touchpoint_id'],
+      'x-messages': { 'x-unique-by': 'Duplicate touchpoint_id in this request: each touchpoint may appear once' },
+    }),
+  },
+  { additionalProperties: false },
+);
+export type TouchpointBatch = Static<typeof TouchpointBatch>;
+
+export const UpsertResult = Type.Object({
+  message: Type.String(),
+  inserted: Type.Integer({ description: 'Touchpoints that were new.' }),
+  updated: Type.Integer({ description: 'Touchpoints that existed and were replaced.' }),
+  request_id: Type.String({ format: 'uuid' }),
+});
+
+export const TouchpointListQuery = Type.Object(
+  {
+    visitor_id: Type.Optional(Identifier("The visitor's touchpoints.")),
+    customer_id: Type.Optional(Identifier("The customer's touchpoints: its own, and those of the visitors linked to it.")),
+    start: Type.Optional(DateTime('Earliest occurred_at, inclusive.')),
+    end: Type.Optional(DateTime('Latest occurred_at, inclusive.')),
+    ...PageQuery.properties,
+  },
+  { additionalProperties: false },
+);
+export type TouchpointListQuery = Static<typeof TouchpointListQuery>;
+
+const NullableText = (description?: string) => Type.Union([Type.String(), Type.Null()], description ? { description } : {});
+
+export const StoredTouchpoint = Type.Object({
+  touchpoint_id: Type.String(),
+  occurred_at: Type.String({ format: 'date-time', description: 'In UTC.' }),
+  type: TouchpointType,
+  visitor_id: NullableText(),
+  customer_id: NullableText('As sent.'),
+  linked_customer_id: NullableText("customer_id, else the customer of the visitor's identity link (directly, or through its order once that order exists)."),
+  landing_url: NullableText(),
+  referrer: NullableText(),
+  ...Object.fromEntries(UTM_FIELDS.map((field) => [field, NullableText("As sent, else from landing_url's query.")])),
+  click_ids: Type.Record(Type.String(), Type.String(), { description: "Click ids as sent, else from landing_url's query." }),
+  ...Object.fromEntries(AD_FIELDS.map((field) => [field, Type.String({ description: 'Derived; "" when nothing names one.' })])),
+  channel: Type.String({ enum: [...CHANNELS] }),
+  created_at: Type.String({ format: 'date-time', description: 'First write of this touchpoint_id.' }),
+  updated_at: Type.String({ format: 'date-time', description: 'Last write of this touchpoint_id.' }),
+});
+
+export const TouchpointPage = pageOf(StoredTouchpoint);
+
+export const Identity = Type.Object(
+  {
+    visitor_id: Identifier('The anonymous visitor.'),
+    customer_id: Type.Optional(Identifier('The customer the visitor is (a login, an identify call).')),
+    order_id: Type.Optional(Identifier("An order the visitor placed: the visitor is that order's customer, once the order exists.")),
+  },
+  {
+    additionalProperties: false,
+    'x-required-any': ['customer_id', 'order_id'],
+    'x-exclusive': [['customer_id', 'order_id']],
+    'x-messages': { 'x-required-any': 'Give customer_id or order_id' },
+  },
+);
+
+export const IdentityBatch = Type.Object(
+  {
+    data: Type.Array(Identity, {
+      minItems: 1,
+      maxItems: MAX_IDENTITIES_PER_REQUEST,
+      'x-unique-by': ['visitor_id'],
+      'x-messages': { 'x-unique-by': 'Duplicate visitor_id in this request: a visitor is linked to one customer' },
+    }),
+  },
+  { additionalProperties: false },
+);
+export type IdentityBatch = Static<typeof IdentityBatch>;
+
+export const LinkResult = Type.Object({
+  message: Type.String(),
+  linked: Type.Integer({ description: 'Visitors linked by this request (each replacing any earlier link of the visitor).' }),
+  request_id: Type.String({ format: 'uuid' }),
+});
