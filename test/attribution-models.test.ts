@@ -1,0 +1,288 @@
+import assert from 'node:assert/strict';
+import { after, describe, test } from 'node:test';
+import fc from 'fast-check';
+import { creditsSql } from '../src/attribution/credits-sql.js';
+import {
+  attribute,
+  creditText,
+  CREDIT_PARTS,
+  DAY_MS,
+  MODELS,
+  UNATTRIBUTED,
+  WINDOWS,
+  type ModelId,
+  type Touchpoint,
+  type WindowDays,
+} from '../src/attribution/models.js';
+import { createTestDatabase } from './helpers.js';
+
+/*
+ * The attribution models' rules (src/attribution/models.ts) against credits computed by hand,
+ * their invariants over generated paths, and their SQL (src/attribution/credits-sql.ts) against
+ * them on both stores.
+ */
+
+const HOUR_MS = 3_600_000;
+const PURCHASE = Date.parse('2024-03-20T12:00:00.000Z');
+const MODEL_IDS = MODELS.map((model) => model.id);
+
+const touchpoint = (type: Touchpoint['type']) => (touchpoint_id: string, msBefore: number, channel = 'paid'): Touchpoint => ({
+  touchpoint_id,
+  occurred_at: PURCHASE - msBefore,
+  type,
+  channel,
+});
+const visit = touchpoint('visit');
+const view = touchpoint('view');
+
+/** The path's touchpoint ids with their credits as decimals, or unattributed. */
+function credits(model: ModelId, candidates: Touchpoint[], window: WindowDays = 30) {
+  const result = attribute(PURCHASE, model, window, candidates);
+  return result === UNATTRIBUTED ? result : result.map(({ touchpoint, parts }) => [touchpoint.touchpoint_id, creditText(parts)]);
+}
+
+describe('each model, computed by hand', () => {
+  // Given out of order: the path is a (10 days before, paid), b (3 days, direct), c (1 hour, direct).
+  const abc = [visit('c', HOUR_MS, 'direct'), visit('a', 10 * DAY_MS, 'paid'), visit('b', 3 * DAY_MS, 'direct')];
+
+  test('first_touch and last_touch give everything to one end of the path', () => {
+    assert.deepEqual(credits('first_touch', abc), [['a', '1.000000000'], ['b', '0.000000000'], ['c', '0.000000000']]);
+    assert.deepEqual(credits('last_touch', abc), [['a', '0.000000000'], ['b', '0.000000000'], ['c', '1.000000000']]);
+  });
+
+  test('last_touch_non_direct skips direct touchpoints, and takes the last one when all are direct', () => {
+    assert.deepEqual(credits('last_touch_non_direct', abc), [['a', '1.000000000'], ['b', '0.000000000'], ['c', '0.000000000']]);
+    const allDirect = [visit('a', 2 * DAY_MS, 'direct'), visit('b', DAY_MS, 'direct')];
+    assert.deepEqual(credits('last_touch_non_direct', allDirect), [['a', '0.000000000'], ['b', '1.000000000']]);
+    const email = [visit('a', 2 * DAY_MS, 'email'), visit('b', DAY_MS, 'direct')];
+    assert.deepEqual(credits('last_touch_non_direct', email), [['a', '1.000000000'], ['b', '0.000000000']]);
+  });
+
+  test('linear: thirds, the part left over by rounding going to the last touchpoint', () => {
+    assert.deepEqual(credits('linear', abc), [['a', '0.333333333'], ['b', '0.333333333'], ['c', '0.333333334']]);
+    const seven = ['a', 'b', 'c', 'd', 'e', 'f', 'g'].map((id, i) => visit(id, (7 - i) * HOUR_MS));
+    // 1/7 = 0.142857142857…: six parts left over, for all but the first.
+    assert.deepEqual(credits('linear', seven), [
+      ['a', '0.142857142'], ['b', '0.142857143'], ['c', '0.142857143'], ['d', '0.142857143'],
+      ['e', '0.142857143'], ['f', '0.142857143'], ['g', '0.142857143'],
+    ]);
+  });
+
+  test('position_based with 1, 2, 3, 4 and 5 touchpoints', () => {
+    const path = (n: number) => ['a', 'b', 'c', 'd', 'e'].slice(0, n).map((id, i) => visit(id, (n - i) * HOUR_MS));
+    assert.deepEqual(credits('position_based', path(1)), [['a', '1.000000000']]);
+    assert.deepEqual(credits('position_based', path(2)), [['a', '0.500000000'], ['b', '0.500000000']]);
+    assert.deepEqual(credits('position_based', path(3)), [['a', '0.400000000'], ['b', '0.200000000'], ['c', '0.400000000']]);
+    assert.deepEqual(credits('position_based', path(4)), [['a', '0.400000000'], ['b', '0.100000000'], ['c', '0.100000000'], ['d', '0.400000000']]);
+    // 0.2 / 3 = 0.0666…: the two parts left over go to the later two of the middle.
+    assert.deepEqual(credits('position_based', path(5)), [
+      ['a', '0.400000000'], ['b', '0.066666666'], ['c', '0.066666667'], ['d', '0.066666667'], ['e', '0.400000000'],
+    ]);
+  });
+
+  test('time_decay: a week before weighs half, two weeks a quarter', () => {
+    const path = [visit('a', 14 * DAY_MS), visit('b', 7 * DAY_MS), visit('c', 0)];
+    // Weights 1/4, 1/2, 1 of 7/4: 1/7, 2/7, 4/7.
+    assert.deepEqual(credits('time_decay', path), [['a', '0.142857143'], ['b', '0.285714286'], ['c', '0.571428571']]);
+  });
+
+  test('time_decay: half a week before weighs 1/√2', () => {
+    const path = [visit('a', 3.5 * DAY_MS), visit('b', 0)];
+    // 1/√2 ÷ (1 + 1/√2) = √2 − 1 = 0.41421356237…, and 2 − √2 = 0.58578643762….
+    assert.deepEqual(credits('time_decay', path), [['a', '0.414213562'], ['b', '0.585786438']]);
+  });
+
+  test('clicks_only shares among clicks, and among all when none is a click', () => {
+    const channels = ['paid', 'direct', 'referral', 'organic_search', 'sms', 'organic_social', 'other', 'email'];
+    const path = channels.map((channel, i) => visit(channel, (8 - i) * HOUR_MS, channel));
+    assert.deepEqual(credits('clicks_only', path), [
+      ['paid', '0.250000000'], ['direct', '0.000000000'], ['referral', '0.250000000'], ['organic_search', '0.000000000'],
+      ['sms', '0.000000000'], ['organic_social', '0.250000000'], ['other', '0.250000000'], ['email', '0.000000000'],
+    ]);
+    const noClick = [visit('a', 2 * HOUR_MS, 'direct'), visit('b', HOUR_MS, 'email')];
+    assert.deepEqual(credits('clicks_only', noClick), [['a', '0.500000000'], ['b', '0.500000000']]);
+  });
+
+  test('clicks_and_views adds the views of the last 24 hours to the path', () => {
+    const candidates = [visit('a', 3 * DAY_MS), view('b', 25 * HOUR_MS), view('c', 23 * HOUR_MS), visit('d', HOUR_MS, 'direct')];
+    assert.deepEqual(credits('clicks_and_views', candidates), [['a', '0.500000000'], ['c', '0.500000000'], ['d', '0.000000000']]);
+    assert.deepEqual(credits('clicks_only', candidates), [['a', '1.000000000'], ['d', '0.000000000']]);
+  });
+});
+
+describe('paths', () => {
+  test('touchpoints at the same instant are in touchpoint_id order, compared byte by byte', () => {
+    // UTF-8 puts 'Z' (5A) before 'a' (61), 'a' before 'é' (C3 A9), '～' (EF BD 9E) before '😀' (F0 9F 98 80),
+    // where JavaScript's UTF-16 order puts '😀' (D83D …) first.
+    const tied = ['😀', 'a', '～', 'é', 'Z'].map((id) => visit(id, HOUR_MS));
+    assert.deepEqual(credits('first_touch', tied)[0], ['Z', '1.000000000']);
+    assert.deepEqual(credits('last_touch', tied)[4], ['😀', '1.000000000']);
+    assert.deepEqual(
+      (credits('linear', tied) as string[][]).map(([id]) => id),
+      ['Z', 'a', 'é', '～', '😀'],
+    );
+  });
+
+  test('the window includes both of its ends: exactly its days of 24 hours before, and the purchase', () => {
+    for (const window of WINDOWS) {
+      const candidates = [
+        visit('early', window * DAY_MS + 1),
+        visit('start', window * DAY_MS),
+        visit('end', 0),
+        visit('late', -1),
+      ];
+      assert.deepEqual(credits('linear', candidates, window), [['start', '0.500000000'], ['end', '0.500000000']], `window ${window}`);
+    }
+  });
+
+  test('views count only in clicks_and_views, and only from 24 hours before the purchase', () => {
+    const candidates = [view('early', DAY_MS + 1), view('start', DAY_MS), view('end', 0), view('late', -1)];
+    assert.deepEqual(credits('clicks_and_views', candidates, 1), [['start', '0.500000000'], ['end', '0.500000000']]);
+    assert.deepEqual(credits('clicks_and_views', candidates, 90), [['start', '0.500000000'], ['end', '0.500000000']]);
+    for (const model of MODEL_IDS.filter((id) => id !== 'clicks_and_views')) {
+      assert.equal(credits(model, candidates), UNATTRIBUTED, model);
+      assert.deepEqual(credits(model, [...candidates, visit('visit', 2 * HOUR_MS)]), [['visit', '1.000000000']], model);
+    }
+  });
+
+  test('a path of views only shares among its views, clicks first', () => {
+    const views = [view('a', 3 * HOUR_MS, 'paid'), view('b', 2 * HOUR_MS, 'direct'), view('c', HOUR_MS, 'paid')];
+    assert.deepEqual(credits('clicks_and_views', views), [['a', '0.500000000'], ['b', '0.000000000'], ['c', '0.500000000']]);
+  });
+
+  test('an empty path is unattributed', () => {
+    const outside = [visit('before', 31 * DAY_MS), visit('after', -HOUR_MS), view('old view', 2 * DAY_MS)];
+    for (const model of MODEL_IDS) {
+      assert.equal(credits(model, []), UNATTRIBUTED, model);
+      assert.equal(credits(model, outside), UNATTRIBUTED, model);
+    }
+  });
+});
+
+// ---------------------------------------------------------------------------------------------
+// Generated paths
+
+const CHANNELS = ['paid', 'direct', 'organic_search', 'email', 'sms', 'referral', 'organic_social', 'other'];
+/** Times before the purchase around the edges of windows and of the views' 24 hours, so that ends and ties come often. */
+const EDGES = [0, -1, 1, ...WINDOWS.flatMap((days) => [days * DAY_MS - 1, days * DAY_MS, days * DAY_MS + 1])];
+const candidatesArbitrary = (purchasedAt: number) =>
+  fc.uniqueArray(
+    fc.record({
+      touchpoint_id: fc.oneof(fc.constantFrom('a', 'b', 'B', 'é', '～', '😀'), fc.string({ minLength: 1, maxLength: 3 })),
+      occurred_at: fc.oneof(fc.constantFrom(...EDGES), fc.integer({ min: -2 * DAY_MS, max: 92 * DAY_MS })).map((before) => purchasedAt - before),
+      type: fc.constantFrom('visit' as const, 'view' as const),
+      channel: fc.constantFrom(...CHANNELS),
+    }),
+    { selector: (candidate) => candidate.touchpoint_id, maxLength: 12 },
+  );
+/** Purchases in 2024, some right after a change of the clocks in New York. */
+const purchaseArbitrary = fc.oneof(
+  fc.integer({ min: Date.parse('2024-01-01T00:00:00Z'), max: Date.parse('2025-01-01T00:00:00Z') }),
+  fc.constantFrom(Date.parse('2024-03-10T07:00:00Z'), Date.parse('2024-11-03T06:00:00Z')).chain((change) =>
+    fc.integer({ min: change, max: change + 3 * DAY_MS }),
+  ),
+);
+const orderArbitrary = purchaseArbitrary.chain((purchasedAt) => candidatesArbitrary(purchasedAt).map((candidates) => ({ purchasedAt, candidates })));
+
+describe('properties of generated paths', () => {
+  test('every model and window credits an order exactly 1, each credit between 0 and 1, over its path in order', () => {
+    fc.assert(
+      fc.property(orderArbitrary, ({ purchasedAt, candidates }) => {
+        for (const model of MODEL_IDS) {
+          for (const window of WINDOWS) {
+            const result = attribute(purchasedAt, model, window, candidates);
+            const from = (candidate: Touchpoint) =>
+              candidate.type === 'visit' ? purchasedAt - window * DAY_MS : model === 'clicks_and_views' ? purchasedAt - DAY_MS : Infinity;
+            const eligible = candidates.filter((candidate) => candidate.occurred_at >= from(candidate) && candidate.occurred_at <= purchasedAt);
+            if (result === UNATTRIBUTED) {
+              assert.equal(eligible.length, 0);
+              continue;
+            }
+            assert.equal(result.length, eligible.length);
+            assert.equal(result.reduce((sum, { parts }) => sum + parts, 0), CREDIT_PARTS);
+            for (const { parts } of result) assert.ok(Number.isInteger(parts) && parts >= 0 && parts <= CREDIT_PARTS);
+            result.slice(1).forEach(({ touchpoint }, i) => assert.ok(touchpoint.occurred_at >= result[i]!.touchpoint.occurred_at));
+            if (model === 'linear') {
+              const share = Math.floor(CREDIT_PARTS / result.length);
+              for (const { parts } of result) assert.ok(parts === share || parts === share + 1);
+            }
+          }
+        }
+      }),
+      { numRuns: 300 },
+    );
+  });
+});
+
+describe('the models in SQL', async () => {
+  const { db, drop } = await createTestDatabase({ migrated: false });
+  after(drop);
+
+  interface Order {
+    purchasedAt: number;
+    candidates: Touchpoint[];
+  }
+
+  /** Every order credited by every model and window in one query, as `model/order/window` → [touchpoint_id, parts][], in path order. */
+  async function sqlCredits(orders: Order[], timeZone: string): Promise<Map<string, [string, number][]>> {
+    const rows = orders.flatMap(({ purchasedAt, candidates }, order) =>
+      candidates.map((candidate) => ({
+        order_number: order,
+        time_of_purchase: new Date(purchasedAt).toISOString(),
+        ...candidate,
+        occurred_at: new Date(candidate.occurred_at).toISOString(),
+      })),
+    );
+    const credited = await db.transaction(async (tx) => {
+      // A zone with clocks that change: a window is days of 24 hours whatever the session's zone.
+      await tx.query(`SET LOCAL TIME ZONE '${timeZone}'`);
+      return tx.query<{ path_id: string; touchpoint_id: string; credit_parts: number }>(
+        `WITH candidates AS (
+           SELECT c.order_number || '/' || w.window_days AS path_id, w.window_days,
+                  c.time_of_purchase, c.touchpoint_id, c.occurred_at, c.type, c.channel
+             FROM jsonb_to_recordset($1::jsonb) AS c(order_number int, time_of_purchase timestamptz, touchpoint_id text, occurred_at timestamptz, type text, channel text)
+            CROSS JOIN unnest($2::int[]) AS w(window_days)
+         )
+         SELECT path_id, touchpoint_id, credit_parts::int AS credit_parts
+           FROM (${MODEL_IDS.map((model) => `SELECT '${model}/' || path_id AS path_id, touchpoint_id, credit_parts, path_position FROM (${creditsSql('candidates', model)}) AS credited`).join(' UNION ALL ')}) AS credited
+          ORDER BY path_id, path_position`,
+        [JSON.stringify(rows), WINDOWS],
+      );
+    });
+    const paths = new Map<string, [string, number][]>();
+    for (const { path_id, touchpoint_id, credit_parts } of credited) {
+      paths.set(path_id, [...(paths.get(path_id) ?? []), [touchpoint_id, credit_parts]]);
+    }
+    return paths;
+  }
+
+  function tsCredits(orders: Order[]): Map<string, [string, number][]> {
+    const paths = new Map<string, [string, number][]>();
+    orders.forEach(({ purchasedAt, candidates }, order) => {
+      for (const model of MODEL_IDS) {
+        for (const window of WINDOWS) {
+          const result = attribute(purchasedAt, model, window, candidates);
+          if (result !== UNATTRIBUTED) paths.set(`${model}/${order}/${window}`, result.map(({ touchpoint, parts }) => [touchpoint.touchpoint_id, parts]));
+        }
+      }
+    });
+    return paths;
+  }
+
+  test('credit generated paths as the TypeScript rules do, for every model and window', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.array(orderArbitrary, { minLength: 1, maxLength: 6 }), fc.constantFrom('UTC', 'America/New_York'), async (orders, zone) => {
+        assert.deepEqual(Object.fromEntries(await sqlCredits(orders, zone)), Object.fromEntries(tsCredits(orders)));
+      }),
+      { numRuns: 40 },
+    );
+  });
+
+  test('a 7-day window across the spring change of the clocks is 168 hours', async () => {
+    const purchasedAt = Date.parse('2024-03-12T12:00:00Z');
+    const at = (touchpoint_id: string, occurred_at: number): Touchpoint => ({ touchpoint_id, occurred_at, type: 'visit', channel: 'paid' });
+    const candidates = [at('start', purchasedAt - 168 * HOUR_MS), at('early', purchasedAt - 168 * HOUR_MS - 1)];
+    const paths = await sqlCredits([{ purchasedAt, candidates }], 'America/New_York');
+    assert.deepEqual(paths.get('first_touch/0/7'), [['start', CREDIT_PARTS]]);
+  });
+});
