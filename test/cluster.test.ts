@@ -42,10 +42,20 @@ function serve(env: NodeJS.ProcessEnv, args: string[] = []) {
         await new Promise((resolve) => setTimeout(resolve, 20));
       }
     },
-    /** The API processes running now: those that said they were ready and are alive. */
-    workerPids(): number[] {
-      const pids = lines.filter((line) => line.msg === 'tributary is ready').map((line) => line.pid as number);
-      return [...new Set(pids)].filter(isAlive).sort((a, b) => a - b);
+    /**
+     * The API processes running now (those that said they were ready and are alive), once there
+     * are `count`: the primary's "all API processes are ready" and a new worker's own "ready"
+     * come down one pipe from two processes, in either order.
+     */
+    async workerPids(count: number): Promise<number[]> {
+      const deadline = Date.now() + 30_000;
+      for (;;) {
+        const pids = lines.filter((line) => line.msg === 'tributary is ready').map((line) => line.pid as number);
+        const alive = [...new Set(pids)].filter(isAlive).sort((a, b) => a - b);
+        if (alive.length === count) return alive;
+        if (Date.now() > deadline) throw new Error(`${alive.length} API processes running, not ${count}`);
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
     },
   };
 }
@@ -137,7 +147,7 @@ describe('tributary serve --workers 2 (PostgreSQL)', { skip: onPostgres ? false 
   });
 
   test('the option wins over WEB_CONCURRENCY; connections are shared between the processes, which share the database', async () => {
-    assert.equal(server.workerPids().length, 2);
+    await server.workerPids(2);
     const created = await request(port, 'POST', '/admin/v1/clients', { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' }, '{"name":"cluster"}');
     assert.equal(created.status, 201, created.body);
     const client = JSON.parse(created.body) as { client_id: string; api_key: string };
@@ -160,20 +170,19 @@ describe('tributary serve --workers 2 (PostgreSQL)', { skip: onPostgres ? false 
   });
 
   test('an API process that dies is replaced, and the service answers throughout', async () => {
-    const [victim, survivor] = server.workerPids();
+    const [victim, survivor] = await server.workerPids(2);
     const from = server.lines.length;
     process.kill(victim!, 'SIGKILL');
     const replaced = await server.logged('an API process exited: starting another', from);
     assert.equal(replaced.worker_pid, victim);
     for (let n = 0; n < 5; n++) assert.equal((await request(port, 'GET', '/readyz')).status, 200, 'the survivor answers meanwhile');
     await server.logged('all API processes are ready', from);
-    const now = server.workerPids();
-    assert.equal(now.length, 2);
+    const now = await server.workerPids(2);
     assert.ok(now.includes(survivor!) && !now.includes(victim!));
   });
 
   test('SIGTERM to the whole process group, as a service manager sends it, stops every API process gracefully once; exit 0', async () => {
-    const workers = server.workerPids();
+    const workers = await server.workerPids(2);
     const from = server.lines.length;
     process.kill(-server.child.pid!, 'SIGTERM');
     const [code] = (await once(server.child, 'exit')) as [number];
@@ -240,7 +249,7 @@ for (const [to, kill] of [
 test('API processes whose primary is killed stop gracefully by themselves', postgresOnly, async () => {
   await withCluster(async (server) => {
     await server.logged('all API processes are ready');
-    const workers = server.workerPids();
+    const workers = await server.workerPids(2);
     process.kill(server.child.pid!, 'SIGKILL');
     const deadline = Date.now() + 15_000;
     while (workers.some(isAlive) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
