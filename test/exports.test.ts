@@ -393,7 +393,18 @@ test('the catalogs list what an export can hold', async () => {
     { id: 'mer', label: 'MER (blended ROAS)' },
     { id: 'blended_cac', label: 'Blended CAC' },
   ]);
-  assert.deepEqual(await get('/v1/exports/attribution-models'), { attribution_models: [] });
+  assert.deepEqual(await get('/v1/exports/attribution-models'), {
+    attribution_models: [
+      { id: 'first_touch', name: 'First touch' },
+      { id: 'last_touch', name: 'Last touch' },
+      { id: 'last_touch_non_direct', name: 'Last non-direct touch' },
+      { id: 'linear', name: 'Linear' },
+      { id: 'position_based', name: 'Position-based (40/20/40)' },
+      { id: 'time_decay', name: 'Time decay (7-day half-life)' },
+      { id: 'clicks_only', name: 'Clicks only' },
+      { id: 'clicks_and_views', name: 'Clicks and views' },
+    ],
+  });
   assert.deepEqual(await get('/v1/exports/breakdowns'), breakdownCatalog([], []), 'no spend yet: the keys, with no values');
 });
 
