@@ -22,9 +22,12 @@ import { createAjv, partOf, toErrorItems, type Part } from './validation.js';
  * checked with the value around it.
  */
 
-/** A schema with its arrays taken out: the value is checked alone, each array's items apart. */
+/**
+ * A schema with its arrays taken out: the value is checked alone, each array's items apart. Its
+ * validator is compiled when a first invalid request needs it, not at start-up.
+ */
 interface SplitSchema {
-  validate: ValidateFunction;
+  validator(): ValidateFunction;
   arrays: ArrayOfSchema[];
 }
 
@@ -57,7 +60,9 @@ function split(ajv: Ajv, schema: AnySchemaObject): SplitSchema {
     }
     return node;
   };
-  return { validate: ajv.compile(withoutArrays(schema, [])), arrays };
+  const shell = withoutArrays(schema, []);
+  let compiled: ValidateFunction | undefined;
+  return { validator: () => (compiled ??= ajv.compile(shell)), arrays };
 }
 
 function valueAt(data: unknown, path: readonly string[]): unknown {
@@ -113,7 +118,8 @@ function tooLong(schema: SplitSchema, data: unknown, pointer: string, problems: 
 function everyProblem(schema: SplitSchema, data: unknown, pointer: string, problems: Problems) {
   // Ajv's own way to validate a part of a value: its errors then point into the whole.
   const context = { instancePath: pointer, rootData: data, dynamicAnchors: {} } as unknown as DataValidationCxt;
-  if (!schema.validate(data, context)) problems.add(schema.validate.errors!);
+  const validate = schema.validator();
+  if (!validate(data, context)) problems.add(validate.errors!);
   eachArray(schema, data, pointer, (array, items, at) => {
     for (let index = 0; index < items.length && !problems.countedEnough; index++) {
       everyProblem(array.item, items[index], `${at}/${index}`, problems);
