@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
+import { MODELS } from '../attribution/models.js';
 import { ApiError, invalidRequest } from '../http/errors.js';
 import { ErrorEnvelope } from '../http/schemas.js';
 import type { BreakdownCatalog } from './breakdowns.js';
@@ -128,8 +129,8 @@ export const exportRoutes: FastifyPluginAsyncTypebox<ExportRouteOptions> = async
   );
   app.get(
     '/attribution-models',
-    { config: reads, schema: { summary: 'Attribution models (none yet)', response: { 200: AttributionModelList, 401: ErrorEnvelope } } },
-    async () => ({ attribution_models: [] }),
+    { config: reads, schema: { summary: 'Attribution models, defined in the README', response: { 200: AttributionModelList, 401: ErrorEnvelope } } },
+    async () => ({ attribution_models: MODELS.map(({ id, name }) => ({ id, name })) }),
   );
 };
 
