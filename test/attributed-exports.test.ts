@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, test } from 'node:test';
 import fc from 'fast-check';
 import { MODELS } from '../src/attribution/models.js';
-import { ADMIN_TOKEN, finishedExport, minimalOrder, parseCsv, postOrders, startExportingService, type TestClient } from './helpers.js';
+import { ADMIN_TOKEN, finishedExport, minimalOrder, parseCsv, startExportingService, type TestClient } from './helpers.js';
 
 /*
  * Attributed exports over HTTP: touchpoints and orders in, an export per model, window and

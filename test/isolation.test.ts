@@ -3,6 +3,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import path from 'node:path';
 import { after, describe, test } from 'node:test';
 import type { InjectOptions, LightMyRequestResponse } from 'fastify';
+import { MODELS } from '../src/attribution/models.js';
 import { assertErrorEnvelope, makeOrder, minimalOrder, postAliases, postOrders, startExportingService, UUID, type TestApp, type TestClient } from './helpers.js';
 
 // Client A stores orders, aliases, hourly and daily spend, touchpoints, an identity link and an
@@ -286,10 +287,10 @@ const BEFORE_WRITES: Probe[] = [
   { what: 'reads the metric catalog', method: 'GET', route: '/v1/exports/metrics', check: (response) => void expectStatus(response, 200) },
   breakdownProbe('reads breakdown values: none', () => breakdowns([], [])),
   {
-    what: 'reads attribution models: none',
+    what: 'reads attribution models: the same catalog for every client',
     method: 'GET',
     route: '/v1/exports/attribution-models',
-    check: (response) => assert.deepEqual(expectStatus(response, 200), { attribution_models: [] }),
+    check: (response) => assert.deepEqual(expectStatus(response, 200), { attribution_models: MODELS.map(({ id, name }) => ({ id, name })) }),
   },
   {
     what: "claims an alias on A's order id: 404, unknown order",
