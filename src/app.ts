@@ -8,6 +8,8 @@ import Fastify, { LogController, type RawServerDefault } from 'fastify';
 import type { Logger } from 'pino';
 import { authenticate } from './auth/authenticate.js';
 import type { Environment } from './auth/tenant.js';
+import { createAttributionExplainer } from './attribution/explanation.js';
+import { attributionRoutes } from './attribution/routes.js';
 import { adminRoutes } from './clients/admin-routes.js';
 import { createClientRepository } from './clients/repository.js';
 import type { Config } from './config.js';
@@ -154,6 +156,7 @@ export async function buildApp({ config, db, environment, logger, onExportCreate
       route.schema = { security: [{ api_key: [], client_id: [] }], ...route.schema };
     });
     await api.register(orderRoutes, { prefix: '/v2/orders', orders: createOrderRepository(db) });
+    await api.register(attributionRoutes, { prefix: '/v2/orders', explainer: createAttributionExplainer(db) });
     for (const collection of [hourly, daily]) {
       await api.register(spendRoutes, { prefix: collection.prefix, collection, spend: createSpendRepository(db, collection) });
     }

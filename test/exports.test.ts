@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import { after, test } from 'node:test';
-import { MODELS } from '../src/attribution/models.js';
 import { METRICS } from '../src/exports/catalog.js';
 import { createExportJobs } from '../src/exports/jobs.js';
 import { createExportProducer } from '../src/exports/produce.js';
@@ -396,7 +395,18 @@ test('the catalogs list what an export can hold', async () => {
     { id: 'blended_cac', label: 'Blended CAC' },
     ...METRICS.filter((metric) => metric.source === 'attribution').map(({ id, label }) => ({ id, label })),
   ]);
-  assert.deepEqual(await get('/v1/exports/attribution-models'), { attribution_models: MODELS.map(({ id, name }) => ({ id, name })) });
+  assert.deepEqual(await get('/v1/exports/attribution-models'), {
+    attribution_models: [
+      { id: 'first_touch', name: 'First touch' },
+      { id: 'last_touch', name: 'Last touch' },
+      { id: 'last_touch_non_direct', name: 'Last non-direct touch' },
+      { id: 'linear', name: 'Linear' },
+      { id: 'position_based', name: 'Position-based (40/20/40)' },
+      { id: 'time_decay', name: 'Time decay (7-day half-life)' },
+      { id: 'clicks_only', name: 'Clicks only' },
+      { id: 'clicks_and_views', name: 'Clicks and views' },
+    ],
+  });
   assert.deepEqual(await get('/v1/exports/breakdowns'), breakdownCatalog([], []), 'no spend yet: the keys, with no values');
 });
 

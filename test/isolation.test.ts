@@ -269,6 +269,14 @@ const listTouchpointsProbe = (what: string, query: (ids: Ids) => Record<string, 
 /** B's touchpoint: A's ids, another time; its visitor linked through B's own order of A's order id. */
 const bTouchpoint = (ids: Ids) => [{ touchpoint_id: ids.touchpoint_id, visitor_id: ids.visitor_id, campaign_id: ids.campaign, linked_customer_id: 'b-customer' }];
 
+const explainProbe = (what: string, check: Probe['check']): Probe => ({
+  what,
+  method: 'GET',
+  route: '/v2/orders/:order_id/attribution',
+  query: () => ({ model: 'last_touch', window: '30' }),
+  check,
+});
+
 const fetchExportOfA: Probe = {
   what: "fetches A's export result: 404",
   method: 'GET',
@@ -287,11 +295,12 @@ const BEFORE_WRITES: Probe[] = [
   { what: 'reads the metric catalog', method: 'GET', route: '/v1/exports/metrics', check: (response) => void expectStatus(response, 200) },
   breakdownProbe('reads breakdown values: none', () => breakdowns([], [])),
   {
-    what: 'reads attribution models: the same catalog for every client',
+    what: 'reads attribution models: the catalog',
     method: 'GET',
     route: '/v1/exports/attribution-models',
     check: (response) => assert.deepEqual(expectStatus(response, 200), { attribution_models: MODELS.map(({ id, name }) => ({ id, name })) }),
   },
+  explainProbe("explains A's order: 404, unknown order", (response) => void assertErrorEnvelope(response, 404)),
   {
     what: "claims an alias on A's order id: 404, unknown order",
     method: 'POST',
@@ -380,6 +389,13 @@ const WRITES: Probe[] = [
     check: (response) => assert.equal(expectStatus(response, 201).linked, 1),
   },
   listTouchpointsProbe("lists touchpoints of A's visitor: its own only, linked to its own customer", ofVisitor, bTouchpoint),
+  explainProbe("explains its order of A's order id: its own order, credited to its own touchpoint", (response, { ids }) => {
+    const { order_id, customer_id, purchase_total, touchpoints } = expectStatus(response, 200);
+    assert.deepEqual(
+      { order_id, customer_id, purchase_total, touchpoints: touchpoints.map((t: Record<string, unknown>) => [t.touchpoint_id, t.campaign_id, t.credit, t.revenue]) },
+      { order_id: ids.order_id, customer_id: 'b-customer', purchase_total: 12.5, touchpoints: [[ids.touchpoint_id, ids.campaign, 1, 12.5]] },
+    );
+  }),
   listTouchpointsProbe("lists touchpoints of A's customer: none", ofCustomer, () => []),
   listTouchpointsProbe('lists touchpoints of the day: its own only', () => ({ start: `${DAY}T00:00:00Z` }), bTouchpoint),
   ...spendProbes('delete', 'deletes spend of that key: its own record only', B_SPEND),

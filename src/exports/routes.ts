@@ -129,7 +129,14 @@ export const exportRoutes: FastifyPluginAsyncTypebox<ExportRouteOptions> = async
   );
   app.get(
     '/attribution-models',
-    { config: reads, schema: { summary: 'Attribution models, defined in the README', response: { 200: AttributionModelList, 401: ErrorEnvelope } } },
+    {
+      config: reads,
+      schema: {
+        summary: 'Attribution models',
+        description: `The models exports and explanations credit orders by:\n\n${MODELS.map((model) => `- \`${model.id}\`: ${model.definition}`).join('\n')}`,
+        response: { 200: AttributionModelList, 401: ErrorEnvelope },
+      },
+    },
     async () => ({ attribution_models: MODELS.map(({ id, name }) => ({ id, name })) }),
   );
 };

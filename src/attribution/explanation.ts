@@ -1,0 +1,46 @@
+import type { Tenant } from '../auth/tenant.js';
+import type { Database } from '../db/index.js';
+import { creditsSql } from './credits-sql.js';
+import { CREDIT_SCALE, type ModelId, type WindowDays } from './models.js';
+import { pathsSql } from './paths.js';
+
+/** Credited revenue is exact until it is written out, then rounded to this many decimal places, as exports round money. */
+export const REVENUE_SCALE = 6;
+
+/** One part of a credit as a numeric literal: multiplying by it keeps a product exact, with CREDIT_SCALE more decimals. */
+const PART = `0.${'1'.padStart(CREDIT_SCALE, '0')}`;
+
+export type AttributionExplainer = ReturnType<typeof createAttributionExplainer>;
+
+export function createAttributionExplainer(db: Database) {
+  return {
+    /**
+     * One order's path under `model` and `window`, each touchpoint with its credit (parts of a
+     * billion written as a decimal of 9 places) and its share of the purchase total: the same
+     * statement as an export's (paths.ts and creditsSql), for one order. JSON text written by the
+     * database, so that amounts keep their exact decimals; undefined when the client has no such
+     * order.
+     */
+    async explain(tenant: Tenant, orderId: string, model: ModelId, window: WindowDays): Promise<string | undefined> {
+      const [row] = await db.query<{ explanation: string }>(
+        `WITH ${pathsSql({ clientId: '$1::uuid', environment: '$2::text', orders: 'o.order_id = $3::text', windows: [window] })}
+         SELECT json_build_object(
+                  'order_id', p.order_id, 'customer_id', p.customer_id, 'time_of_purchase', utc_iso(p.time_of_purchase),
+                  'purchase_total', p.purchase_total, 'currency', p.currency, 'first_time', p.first_order,
+                  'model', $4::text, 'window', p.window_days, 'unattributed', json_array_length(c.touchpoints) = 0,
+                  'touchpoints', c.touchpoints)::text AS explanation
+           FROM paths p
+          CROSS JOIN (
+            SELECT coalesce(json_agg(json_build_object(
+                     'touchpoint_id', touchpoint_id, 'occurred_at', utc_iso(occurred_at), 'type', type, 'channel', channel,
+                     'platform_name', platform_name, 'campaign_id', campaign_id, 'adset_id', adset_id, 'ad_id', ad_id,
+                     'credit', credit_parts * ${PART},
+                     'revenue', round(credit_parts * purchase_total * ${PART}, ${REVENUE_SCALE})) ORDER BY path_position), '[]') AS touchpoints
+              FROM (${creditsSql('candidates', model)}) AS credited
+          ) AS c`,
+        [tenant.clientId, tenant.environment, orderId, model],
+      );
+      return row?.explanation;
+    },
+  };
+}

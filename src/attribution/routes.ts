@@ -1,0 +1,75 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { Type } from 'typebox';
+import { ApiError } from '../http/errors.js';
+import { ErrorEnvelope, Identifier } from '../http/schemas.js';
+import type { AttributionExplainer } from './explanation.js';
+import { MODELS, WINDOWS, type ModelId, type WindowDays } from './models.js';
+
+const MODEL_IDS = MODELS.map((model) => model.id);
+/** What an explanation shows when the request names no model or window: the issue's own example. */
+export const DEFAULT_MODEL: ModelId = 'linear';
+export const DEFAULT_WINDOW: WindowDays = 30;
+
+const ExplanationQuery = Type.Object(
+  {
+    model: Type.Optional(
+      Type.String({ enum: MODEL_IDS, default: DEFAULT_MODEL, 'x-messages': { enum: `Must be one of ${MODEL_IDS.join(', ')}` } }),
+    ),
+    window: Type.Optional(
+      Type.Integer({ enum: [...WINDOWS], default: DEFAULT_WINDOW, description: 'Days of 24 hours.', 'x-messages': { enum: `Must be one of ${WINDOWS.join(', ')}` } }),
+    ),
+  },
+  { additionalProperties: false },
+);
+
+const Explanation = Type.Object({
+  order_id: Type.String(),
+  customer_id: Type.String(),
+  time_of_purchase: Type.String({ format: 'date-time', description: 'In UTC.' }),
+  purchase_total: Type.Number(),
+  currency: Type.String(),
+  first_time: Type.Boolean({ description: "Whether this is the customer's first order ever (ties by time_of_purchase, then order_id)." }),
+  model: Type.String(),
+  window: Type.Integer(),
+  unattributed: Type.Boolean({ description: 'The path is empty: the whole order is credited to unattributed.' }),
+  touchpoints: Type.Array(
+    Type.Object({
+      touchpoint_id: Type.String(),
+      occurred_at: Type.String({ format: 'date-time', description: 'In UTC.' }),
+      type: Type.String(),
+      channel: Type.String(),
+      platform_name: Type.String(),
+      campaign_id: Type.String(),
+      adset_id: Type.String(),
+      ad_id: Type.String(),
+      credit: Type.Number({ description: 'Its share of the order, exact to 9 decimal places; the credits of an order add up to exactly 1.' }),
+      revenue: Type.Number({ description: 'credit × purchase_total, rounded to 6 decimal places.' }),
+    }),
+    { description: 'The path, by occurred_at then touchpoint_id.' },
+  ),
+});
+
+/** Why an order is credited as it is: GET /v2/orders/{order_id}/attribution. */
+export const attributionRoutes: FastifyPluginAsyncTypebox<{ explainer: AttributionExplainer }> = async (app, { explainer }) => {
+  app.get(
+    '/:order_id/attribution',
+    {
+      config: { validationStatus: 422 },
+      schema: {
+        summary: "Explain an order's attribution",
+        description: `The order's path under a model and window (by default ${DEFAULT_MODEL} and ${DEFAULT_WINDOW} days), each touchpoint with its credit and revenue: what exports count for this order.`,
+        params: Type.Object({ order_id: Identifier('The order.') }),
+        querystring: ExplanationQuery,
+        response: { 200: Explanation, 401: ErrorEnvelope, 404: ErrorEnvelope, 422: ErrorEnvelope },
+      },
+    },
+    async (request, reply) => {
+      const { model = DEFAULT_MODEL, window = DEFAULT_WINDOW } = request.query;
+      const { tenant } = request;
+      // The test credentials store nothing, so they have no order to explain.
+      const explanation = tenant.dryRun ? undefined : await explainer.explain(tenant, request.params.order_id, model as ModelId, window as WindowDays);
+      if (explanation === undefined) throw new ApiError(404, 'No order with this id');
+      return reply.type('application/json').send(explanation as never);
+    },
+  );
+};
