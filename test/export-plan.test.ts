@@ -121,8 +121,8 @@ test('options that cannot apply are named in ignored, in the order of the reques
   assert.deepEqual(plan.period, { kind: 'days', from: '2024-02-09', to: '2024-03-10' });
   assert.deepEqual(plan.ignored, [
     'period_options (period_type is not FIXED)',
-    'attribution_options.attribution_windows (no attribution model is exported)',
-    'attribution_options.accounting_modes (no attribution model is exported)',
+    'attribution_options.attribution_windows (no attribution metric is asked for)',
+    'attribution_options.accounting_modes (no attribution metric is asked for)',
   ]);
   assert.deepEqual(plan.attribution, []);
 });
@@ -142,7 +142,7 @@ test('every problem of a request is found, and then there is no plan', () => {
     problemsOf({
       period_type: 'FIXED',
       level: 'campaign',
-      attribution_options: { attribution_models: ['linear'] },
+      attribution_options: { attribution_models: ['last_click'] },
       metrics: [{ id: 'spend', label: 'currency' }, { id: 'revenue' }],
     }),
     [

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import { after, test } from 'node:test';
+import { METRICS } from '../src/exports/catalog.js';
 import { createExportJobs } from '../src/exports/jobs.js';
 import { createExportProducer } from '../src/exports/produce.js';
 import { startExportWorker } from '../src/exports/worker.js';
@@ -287,7 +288,7 @@ test('invalid export requests are 422 naming each problem', async () => {
     ],
     [{ period_type: 'LAST_2_DAYS', metrics: [{ id: 'spend' }] }, [['body/period_type', 'enum']]],
     [{ level: 'keyword', metrics: [{ id: 'spend' }] }, [['body/level', 'enum']]],
-    [{ attribution_options: { attribution_models: ['linear'] }, metrics: [{ id: 'spend' }] }, [['body/attribution_options/attribution_models/0', 'enum']]],
+    [{ attribution_options: { attribution_models: ['last_click'] }, metrics: [{ id: 'spend' }] }, [['body/attribution_options/attribution_models/0', 'enum']]],
     [{ breakdowns: [{ key: 'Platform', values: ['meta'] }], metrics: [{ id: 'spend' }] }, [['body/breakdowns/0/key', 'enum']]],
     [
       { breakdowns: [{ key: 'platform', values: [] }, { key: 'account', values: [] }, { key: 'platform', values: ['meta'] }], metrics: [{ id: 'spend' }] },
@@ -392,6 +393,7 @@ test('the catalogs list what an export can hold', async () => {
     { id: 'returning_customers', label: 'Returning customers' },
     { id: 'mer', label: 'MER (blended ROAS)' },
     { id: 'blended_cac', label: 'Blended CAC' },
+    ...METRICS.filter((metric) => metric.source === 'attribution').map(({ id, label }) => ({ id, label })),
   ]);
   assert.deepEqual(await get('/v1/exports/attribution-models'), {
     attribution_models: [

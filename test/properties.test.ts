@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { after, describe, test } from 'node:test';
 import fc from 'fast-check';
 import type { LightMyRequestResponse } from 'fastify';
+import { MODELS } from '../src/attribution/models.js';
 import { BREAKDOWN_KEYS, METRICS, isOrderMetric } from '../src/exports/catalog.js';
 import { DIMENSION_COLUMNS } from '../src/exports/rows.js';
 import { ExportRequest, PERIOD_TYPES } from '../src/exports/schema.js';
@@ -573,10 +574,9 @@ const exportRequest = fc
         },
         { requiredKeys: [] },
       ),
-      // No attribution model is offered: naming one is a 422.
       attribution_options: fc.record(
         {
-          attribution_models: fc.constant([]),
+          attribution_models: fc.uniqueArray(fc.constantFrom(...MODELS.map((model) => model.id)), { maxLength: 2 }),
           attribution_windows: fc.array(listed(attributionProperty('attribution_windows')), { maxLength: 3 }),
           accounting_modes: fc.array(listed(attributionProperty('accounting_modes')), { maxLength: 2 }),
         },

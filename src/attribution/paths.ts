@@ -33,7 +33,7 @@ export interface PathsSpec {
  *               order_id; an order without a customer counts as one)
  *   candidates  the columns of paths, and those of a touchpoint of the order's customer within
  *               the largest window: touchpoint_id, occurred_at, type, channel, platform_name,
- *               campaign_id, adset_id, ad_id
+ *               platform_account_id, campaign_id, adset_id, ad_id
  *
  * so that `WITH ${pathsSql(spec)} SELECT … FROM (${creditsSql('candidates', model)}) …` credits
  * them, and a path without credited rows is unattributed.
@@ -42,7 +42,7 @@ export function pathsSql({ clientId, environment, orders, windows }: PathsSpec):
   if (windows.length === 0 || windows.some((window) => !WINDOWS.includes(window))) throw new Error(`Bad windows: ${windows.join(', ')}`);
   const tenantOf = (alias: string) => `${alias}.client_id = ${clientId} AND ${alias}.environment = ${environment}`;
   const within = `t.occurred_at BETWEEN p.time_of_purchase - ${Math.max(...windows)} * interval '${DAY_MS} milliseconds' AND p.time_of_purchase`;
-  const TOUCHPOINT = 't.touchpoint_id, t.occurred_at, t.type, t.channel, t.platform_name, t.campaign_id, t.adset_id, t.ad_id';
+  const TOUCHPOINT = 't.touchpoint_id, t.occurred_at, t.type, t.channel, t.platform_name, t.platform_account_id, t.campaign_id, t.adset_id, t.ad_id';
   return `
     purchases AS (
       SELECT o.order_id, o.customer_id, o.time_of_purchase, o.purchase_total, o.currency,

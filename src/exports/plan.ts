@@ -1,16 +1,16 @@
 import { Value } from 'typebox/value';
+import { MODELS, type ModelId, type WindowDays } from '../attribution/models.js';
 import type { ErrorItem } from '../http/errors.js';
-import { METRICS, isOrderMetric } from './catalog.js';
+import { METRICS, isAttributionMetric, isOrderMetric } from './catalog.js';
 import { PeriodError, resolvePeriod } from './period.js';
-import { DIMENSION_COLUMNS, type RowsPlan } from './rows.js';
+import { DIMENSION_COLUMNS, type AccountingMode, type AttributionCombination, type RowsPlan } from './rows.js';
 import { ExportRequest } from './schema.js';
 
-/** A set of attributed rows: a model, its lookback window in days, and when a credit counts (its accounting mode). */
-export interface AttributionCombination {
-  model: string;
-  windowDays: number;
-  accountingMode: 'cash' | 'accrual';
-}
+/** What an export asks for when it asks for attribution metrics and leaves out a list of attribution_options. */
+export const ATTRIBUTION_DEFAULTS = { model: 'linear' as ModelId, windowDays: 30 as WindowDays, accountingMode: 'cash' as AccountingMode };
+const MODEL_IDS: readonly string[] = MODELS.map((model) => model.id);
+/** The distinct values of a list, in the order first given. */
+const distinct = <T>(values: readonly T[]) => [...new Set(values)];
 
 /**
  * Everything an export request means, decided in one place: the rows to compute (what the row
@@ -20,10 +20,7 @@ export interface AttributionCombination {
 export interface ExportPlan extends RowsPlan {
   /** The metrics asked for, in the order asked, each with the header of its column. */
   metrics: { id: string; label: string }[];
-  /**
-   * One set of rows per combination asked. Always empty for now: no attribution model exists yet,
-   * and naming one is a problem of the request.
-   */
+  /** One set of rows per combination: models × windows × accounting modes asked, when attribution metrics are. */
   attribution: AttributionCombination[];
   /** Whether names and ids the client chose are written so that spreadsheets never run them. */
   escapeFormulas: boolean;
@@ -64,8 +61,11 @@ export function planExport(request: ExportRequest, timeZone: string, now: Date):
   if (period_type !== 'FIXED' && period_options) ignored.push('period_options (period_type is not FIXED)');
 
   const summed = options.export_aggregation === 'DATE';
+  const attributed = metrics.some((metric) => isAttributionMetric(metric.id));
+  // In an attributed export, aov is that of the row's attributed orders: no store row needed.
+  const isStoreMetric = (id: string) => isOrderMetric(id) && !(attributed && id === 'aov');
   metrics.forEach((metric, index) => {
-    if (isOrderMetric(metric.id) && !summed && !options.aggregate_data) {
+    if (isStoreMetric(metric.id) && !summed && !options.aggregate_data) {
       problems.push({
         loc: `body/metrics/${index}/id`,
         msg: 'Order metrics describe the whole store: ask for them with options.aggregate_data or options.export_aggregation DATE',
@@ -88,15 +88,27 @@ export function planExport(request: ExportRequest, timeZone: string, now: Date):
     return { id: metric.id, label };
   });
 
-  (attribution_options.attribution_models ?? []).forEach((model, index) =>
-    problems.push({
-      loc: `body/attribution_options/attribution_models/${index}`,
-      msg: `Unknown attribution model ${model}: GET /v1/exports/attribution-models lists them`,
-      type: 'enum',
-    }),
-  );
-  if (attribution_options.attribution_windows?.length) ignored.push('attribution_options.attribution_windows (no attribution model is exported)');
-  if (attribution_options.accounting_modes?.length) ignored.push('attribution_options.accounting_modes (no attribution model is exported)');
+  const { attribution_models = [], attribution_windows = [], accounting_modes = [] } = attribution_options;
+  attribution_models.forEach((model, index) => {
+    if (!MODEL_IDS.includes(model)) {
+      problems.push({
+        loc: `body/attribution_options/attribution_models/${index}`,
+        msg: `Unknown attribution model ${model}: GET /v1/exports/attribution-models lists them`,
+        type: 'enum',
+      });
+    }
+  });
+  let attribution: AttributionCombination[] = [];
+  if (attributed) {
+    const models = attribution_models.length > 0 ? distinct(attribution_models as ModelId[]) : [ATTRIBUTION_DEFAULTS.model];
+    const windows = attribution_windows.length > 0 ? distinct(attribution_windows.map((days) => Number(days) as WindowDays)) : [ATTRIBUTION_DEFAULTS.windowDays];
+    const modes = accounting_modes.length > 0 ? distinct(accounting_modes as AccountingMode[]) : [ATTRIBUTION_DEFAULTS.accountingMode];
+    attribution = models.flatMap((model) => windows.flatMap((windowDays) => modes.map((accountingMode) => ({ model, windowDays, accountingMode }))));
+  } else {
+    for (const [field, values] of Object.entries({ attribution_models, attribution_windows, accounting_modes })) {
+      if (values.length > 0) ignored.push(`attribution_options.${field} (no attribution metric is asked for)`);
+    }
+  }
 
   if (problems.length > 0 || !period) return { problems };
   return {
@@ -109,9 +121,9 @@ export function planExport(request: ExportRequest, timeZone: string, now: Date):
       includeIds: options.include_ids && !summed && !options.aggregate_data,
       includeKind: options.include_kind_and_platform && !summed,
       removeZeroSpend: options.remove_zero_spend,
-      withOrders: metrics.some((metric) => isOrderMetric(metric.id)),
+      withOrders: metrics.some((metric) => isStoreMetric(metric.id)),
+      attribution,
       metrics: labelled,
-      attribution: [],
       escapeFormulas: options.escape_formulas,
       fileBaseName: request.export_file_name ?? `export-${now.toISOString().slice(0, 10)}`,
       ignored,

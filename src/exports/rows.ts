@@ -1,8 +1,17 @@
 import type { Tenant } from '../auth/tenant.js';
+import {
+  ATTRIBUTION_COLUMNS,
+  ATTRIBUTION_SUMS,
+  COMBINATION_KEYS,
+  attributionCtes,
+  attributionMetrics,
+  type AttributionCombination,
+} from './attributed-rows.js';
 import type { BreakdownKey } from './catalog.js';
 import type { Period } from './period.js';
 import type { ExportPlan } from './plan.js';
 
+export type { AccountingMode, AttributionCombination } from './attributed-rows.js';
 export type Granularity = 'HOURLY' | 'DAILY' | 'WEEKLY' | 'MONTHLY';
 export type Level = 'platform' | 'campaign' | 'adset' | 'ad';
 
@@ -21,6 +30,11 @@ export interface RowsPlan {
   removeZeroSpend: boolean;
   /** Adds the order metrics, on a row per bucket and currency for the whole store. */
   withOrders: boolean;
+  /**
+   * One set of rows per combination, each with the attribution metrics: the ad objects of spend
+   * and of touchpoints, and the unattributed orders. None (or left out): the rows of spend and the store.
+   */
+  attribution?: AttributionCombination[];
 }
 
 export interface ExportRowsQuery extends RowsPlan {
@@ -54,13 +68,15 @@ const columnsOf = ({ column, name }: Dimension, includeIds: boolean) => (name &&
 export const CLIENT_TEXT_COLUMNS = [PLATFORM, ACCOUNT, ...OBJECTS].flatMap((dimension) => columnsOf(dimension, true));
 
 /** Every column an export may have before its metrics. */
-export const DIMENSION_COLUMNS = ['date', ...CLIENT_TEXT_COLUMNS, 'kind', 'currency'];
+export const DIMENSION_COLUMNS = ['date', ...CLIENT_TEXT_COLUMNS, 'kind', 'currency', ...ATTRIBUTION_COLUMNS];
 
 const SPEND_COLUMNS = 'platform_name, platform_account_id, campaign_id, adset_id, ad_id, campaign_name, adset_name, ad_name, spend, spend_currency, impressions, clicks';
 const UNITS: Record<Exclude<Granularity, 'HOURLY'>, string> = { DAILY: 'day', WEEKLY: 'week', MONTHLY: 'month' };
 /** Ratios are rounded to this many decimal places. */
 const RATIO_SCALE = 6;
 const ratio = (numerator: string, denominator: string) => `round(${numerator} / nullif(${denominator}, 0), ${RATIO_SCALE})`;
+/** A metric's column in SQL: ids in camel case (revFt) are quoted to keep their case. */
+const columnName = (metric: string) => (/^[a-z_]+$/.test(metric) ? metric : `"${metric}"`);
 
 /** The sums a row is made of, and the metrics computed from them; order sums are null on ad-object rows. */
 const SPEND_SUMS = ['spend', 'impressions', 'clicks'];
@@ -106,7 +122,8 @@ const ORDER_METRICS: [string, string][] = [
  * bucketed by its instant, so the two 01:00s of the night clocks go back are two rows.
  */
 export function exportRowsSql(query: ExportRowsQuery): { sql: string; params: unknown[]; columns: string[] } {
-  const { tenant, timeZone, period, granularity, level, breakdowns, includeIds, includeKind, removeZeroSpend, withOrders } = query;
+  const { tenant, timeZone, period, granularity, level, breakdowns, includeIds, includeKind, removeZeroSpend, withOrders, attribution = [] } = query;
+  const attributed = attribution.length > 0;
   const params: unknown[] = [tenant.clientId, tenant.environment, timeZone, period.from, period.to];
   // $4 and $5 as instants, and as local days of the client's zone.
   const [fromInstant, toInstant] =
@@ -157,8 +174,18 @@ export function exportRowsSql(query: ExportRowsQuery): { sql: string; params: un
   const sortKeys = dimensions.map((_, index) => `key_${index}`);
   if (kindColumn) columns.push('kind');
   columns.push('currency');
+  if (attributed) columns.push(...ATTRIBUTION_COLUMNS);
   const sums = [...SPEND_SUMS, ...(withOrders ? ORDER_SUMS.map(([sum]) => sum) : [])];
-  const metrics = [...SPEND_METRICS, ...(withOrders ? ORDER_METRICS : [])];
+  // An attributed export's aov is that of its rows' attributed orders.
+  const metrics = [
+    ...SPEND_METRICS,
+    ...(withOrders ? ORDER_METRICS.filter(([metric]) => !(attributed && metric === 'aov')) : []),
+    ...(attributed ? attributionMetrics(ratio, RATIO_SCALE) : []),
+  ];
+  // An hour of spend is in the period when it starts in it; orders, refunds and touchpoints are
+  // taken by the same rule, so no hour is cut short (a local midnight is not always an hour's start).
+  const ceilHour = (instant: string) => `(date_trunc('hour', ${instant} AT TIME ZONE 'UTC' - interval '1 microsecond') AT TIME ZONE 'UTC' + interval '1 hour')`;
+  const [ordersFrom, ordersTo] = granularity === 'HOURLY' ? [ceilHour(fromInstant), ceilHour(toInstant)] : [fromInstant, toInstant];
 
   const parts: string[] = [];
   const ctes = [`records AS (${records})`];
@@ -187,10 +214,36 @@ export function exportRowsSql(query: ExportRowsQuery): { sql: string; params: un
     const kept = breakdowns
       .filter((breakdown) => breakdown.values.length > 0)
       .map((breakdown) => `${BREAKDOWNS[breakdown.key].key} = ANY($${params.push(breakdown.values)}::text[])`);
-    parts.push(`SELECT ${selected.join(', ')}
+    const objectSpend = `SELECT ${selected.join(', ')}
       FROM (SELECT *${latestNames.map((expression) => `, ${expression}`).join('')} FROM records
              ${kept.length > 0 ? `WHERE ${kept.join(' AND ')}` : ''}) AS named
-      GROUP BY bucket, ${partition.join(', ')}, spend_currency`);
+      GROUP BY bucket, ${partition.join(', ')}, spend_currency`;
+    if (!attributed) parts.push(objectSpend);
+    else {
+      // Objects with credits or visits and no spend in the period are named by their ids.
+      ctes.push(
+        `object_spend AS (${objectSpend})`,
+        ...attributionCtes({ combinations: attribution, params, fromInstant: ordersFrom, toInstant: ordersTo, bucketOf, keys: partition, kept }),
+      );
+      const keyColumns = partition.map((key, index) => `${key} AS key_${index}`);
+      const money = `SELECT ${COMBINATION_KEYS.join(', ')}, bucket, ${sortKeys.join(', ')}, currency, ${SPEND_SUMS.join(', ')}
+        FROM object_spend CROSS JOIN combinations`;
+      const credits = `SELECT ${COMBINATION_KEYS.join(', ')}, bucket, ${keyColumns.join(', ')}, currency, rev, txns, rev_ft, txns_ft FROM credit_totals`;
+      const visits = `SELECT ${COMBINATION_KEYS.join(', ')}, bucket, ${keyColumns.join(', ')}, visits, new_visits FROM visit_totals CROSS JOIN combinations`;
+      const named = dimensions.filter((dimension) => dimension.name).map((dimension) => dimension.column);
+      const names = `SELECT DISTINCT ON (${sortKeys.join(', ')}) ${[...sortKeys, ...named].join(', ')} FROM object_spend`;
+      const objectColumns = dimensions.flatMap(({ column, name }, index) =>
+        !name ? [`key_${index} AS ${column}`] : [`coalesce(${column}, key_${index}) AS ${column}`, ...(includeIds ? [`key_${index} AS ${column}_id`] : [])],
+      );
+      parts.push(`SELECT ${COMBINATION_KEYS.join(', ')}, bucket, ${sortKeys.join(', ')}, ${objectColumns.join(', ')}${kindColumn ? `, '${level}' AS kind` : ''}, currency,
+             ${SPEND_SUMS.map((sum) => `coalesce(${sum}, 0) AS ${sum}`).join(', ')},
+             ${withOrders ? ORDER_SUMS.map(([sum, type]) => `NULL::${type} AS ${sum}, `).join('') : ''}
+             ${ATTRIBUTION_SUMS.map(([sum]) => `coalesce(${sum}, 0) AS ${sum}`).join(', ')}
+        FROM (${money}) AS money
+        FULL JOIN (${credits}) AS credits USING (${COMBINATION_KEYS.join(', ')}, bucket, ${sortKeys.join(', ')}, currency)
+        FULL JOIN (${visits}) AS visits USING (${COMBINATION_KEYS.join(', ')}, bucket, ${sortKeys.join(', ')})
+        LEFT JOIN (${names}) AS names USING (${sortKeys.join(', ')})`);
+    }
   }
   if (storeRows) {
     ctes.push(`store_spend AS (
@@ -203,26 +256,38 @@ export function exportRowsSql(query: ExportRowsQuery): { sql: string; params: un
       ...columns.slice(1, columns.indexOf('currency')).map((column) => (column === 'kind' ? "'store' AS kind" : blank(column))),
       'currency',
     ];
+    let storeSql: string;
     if (withOrders) {
-      // An hour of spend is in the period when it starts in it; orders and refunds are taken by
-      // the same rule, so no hour is cut short (a local midnight is not always an hour's start).
-      const ceilHour = (instant: string) => `(date_trunc('hour', ${instant} AT TIME ZONE 'UTC' - interval '1 microsecond') AT TIME ZONE 'UTC' + interval '1 hour')`;
-      const [ordersFrom, ordersTo] = granularity === 'HOURLY' ? [ceilHour(fromInstant), ceilHour(toInstant)] : [fromInstant, toInstant];
       ctes.push(...orderTotals(ordersFrom, ordersTo, bucketOf));
       selected.push(...sums.map((sum) => `coalesce(${sum}, 0) AS ${sum}`));
-      parts.push(`SELECT ${selected.join(', ')}
-        FROM store_spend FULL JOIN order_totals USING (bucket, currency) FULL JOIN refund_totals USING (bucket, currency)`);
+      storeSql = `SELECT ${selected.join(', ')}
+        FROM store_spend FULL JOIN order_totals USING (bucket, currency) FULL JOIN refund_totals USING (bucket, currency)`;
     } else {
       selected.push(...SPEND_SUMS);
-      parts.push(`SELECT ${selected.join(', ')} FROM store_spend`);
+      storeSql = `SELECT ${selected.join(', ')} FROM store_spend`;
+    }
+    if (!attributed) parts.push(storeSql);
+    else if (objectRows) {
+      // Beside ad-object rows, the store row of each combination leaves the credits to them.
+      parts.push(`SELECT ${COMBINATION_KEYS.join(', ')}, store.*, ${ATTRIBUTION_SUMS.map(([sum, type]) => `NULL::${type} AS ${sum}`).join(', ')}
+        FROM (${storeSql}) AS store CROSS JOIN combinations`);
+    } else {
+      // Summed over the ad objects: the store row of each combination holds all its credits, unattributed ones included.
+      ctes.push(...attributionCtes({ combinations: attribution, params, fromInstant: ordersFrom, toInstant: ordersTo, bucketOf, keys: [], kept: [] }));
+      const storeColumns = columns.slice(1, columns.indexOf('currency'));
+      parts.push(`SELECT ${COMBINATION_KEYS.join(', ')}, bucket, ${[...sortKeys, ...storeColumns].map((column) => `${column}, `).join('')}currency,
+             ${[...sums, ...ATTRIBUTION_SUMS.map(([sum]) => sum)].map((sum) => `coalesce(${sum}, 0) AS ${sum}`).join(', ')}
+        FROM (${storeSql}) AS store CROSS JOIN combinations
+        FULL JOIN credit_totals USING (${COMBINATION_KEYS.join(', ')}, bucket, currency)
+        FULL JOIN (SELECT * FROM visit_totals CROSS JOIN combinations) AS visits USING (${COMBINATION_KEYS.join(', ')}, bucket)`);
     }
   }
 
   const sql = `WITH ${ctes.join(',\n')}
-    SELECT ${label} AS date, ${columns.slice(1).join(', ')}, ${metrics.map(([metric, expression]) => `${expression} AS ${metric}`).join(', ')}
+    SELECT ${label} AS date, ${columns.slice(1).join(', ')}, ${metrics.map(([metric, expression]) => `${expression} AS ${columnName(metric)}`).join(', ')}
       FROM (${parts.join(' UNION ALL ')}) AS export_rows
      ${removeZeroSpend ? 'WHERE spend <> 0' : ''}
-     ORDER BY bucket, ${sortKeys.map((key) => `${key} NULLS FIRST`).concat('currency').join(', ')}`;
+     ORDER BY ${attributed ? 'combination, ' : ''}bucket, ${sortKeys.map((key) => `${key} NULLS FIRST`).concat('currency').join(', ')}`;
   return { sql, params, columns: [...columns, ...metrics.map(([metric]) => metric)] };
 }
 
@@ -273,7 +338,7 @@ export interface OutputColumn {
  */
 export function planRowsSql(tenant: Tenant, plan: ExportPlan): { sql: string; params: unknown[]; columns: OutputColumn[] } {
   const { sql, params, columns } = exportRowsSql({ tenant, ...plan });
-  const dimensions = columns.slice(0, columns.indexOf('currency') + 1);
+  const dimensions = columns.filter((name) => DIMENSION_COLUMNS.includes(name));
   return {
     sql,
     params,

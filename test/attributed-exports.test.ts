@@ -1,0 +1,279 @@
+import assert from 'node:assert/strict';
+import { after, test } from 'node:test';
+import fc from 'fast-check';
+import { MODELS } from '../src/attribution/models.js';
+import { ADMIN_TOKEN, finishedExport, minimalOrder, parseCsv, startExportingService, type TestClient } from './helpers.js';
+
+/*
+ * Attributed exports over HTTP: touchpoints and orders in, an export per model, window and
+ * accounting mode out, as CSV, against numbers computed by hand.
+ */
+
+const service = await startExportingService();
+after(() => service.close());
+const app = service.production;
+
+async function send(client: TestClient, url: string, data: unknown[]) {
+  const response = await app.inject({ method: 'POST', url, headers: client.headers, payload: url === '/v2/orders' ? (data as object) : { data } });
+  assert.ok(response.statusCode === 200 || response.statusCode === 201, response.body);
+}
+
+/** Runs an export to SUCCESS; its rows by header name. */
+async function exportRows(client: TestClient, body: object): Promise<Record<string, string>[]> {
+  const created = await app.inject({ method: 'POST', url: '/v1/exports/data-export', headers: client.headers, payload: body });
+  assert.equal(created.statusCode, 201, created.body);
+  const result = await finishedExport(app, client, created.json().id);
+  assert.equal(result.status, 'SUCCESS', JSON.stringify(result.warn));
+  const files = await Promise.all(
+    result.result.map((link) => {
+      const url = new URL(link);
+      return app.inject({ method: 'GET', url: url.pathname + url.search });
+    }),
+  );
+  const [header, ...rows] = files.flatMap((file, index) => parseCsv(file.body).slice(index === 0 ? 0 : 1));
+  return rows.map((row) => Object.fromEntries(header!.map((name, index) => [name, row[index]!])));
+}
+
+/** The cells of `columns` of each row, joined by `|`, for assertions that read as tables. */
+const table = (rows: Record<string, string>[], columns: string[]) => rows.map((row) => columns.map((column) => row[column]).join('|'));
+
+const NEW_YORK = 'America/New_York';
+// Local days 1 and 2 March 2024 in New York (UTC−5).
+const PERIOD = { period_type: 'FIXED', period_options: { period_starting_at: '2024-03-01T00:00:00-05:00', period_ending_at: '2024-03-03T00:00:00-05:00' } };
+
+const spend = (hour_start_iso: string, campaign_id: string, amount: number) => ({
+  hour_start_iso,
+  platform_name: 'meta',
+  campaign_id,
+  campaign_name: `${campaign_id} name`,
+  spend: amount,
+  spend_currency: 'USD',
+  impressions: 100,
+  clicks: 10,
+});
+const touch = (touchpoint_id: string, occurred_at: string, visitor: string, fields: Record<string, unknown> = {}) => ({
+  touchpoint_id,
+  occurred_at,
+  visitor_id: `v-${visitor}`,
+  customer_id: `cust-${visitor}`,
+  ...fields,
+});
+const order = (order_id: string, customer: string, time_of_purchase: string, purchase_total: number) =>
+  minimalOrder(order_id, { customer_id: `cust-${customer}`, time_of_purchase, currency: 'USD', purchase_total, products: [{ id: 'p', name: 'P', quantity: 1, price: purchase_total }] });
+
+/**
+ * A client in New York with:
+ * - spend on meta `spring` (10 on day 1, 20 on day 2) and `winter` (5 on day 1, spend only);
+ * - customer a: a meta `spring` click (09:00 local, day 1), a google `search` click (13:00,
+ *   google has no spend: touchpoint only), then their first order, 100 (15:00); another
+ *   `spring` visit on day 2 (not a new visit);
+ * - customer b: a direct visit at 23:30 local on day 1 (04:30 UTC on day 2), then an order of
+ *   60 at 01:00 local on day 2, b's second order (the first is in February, with no path);
+ * - customer c: a first order of 30 on day 2 with no touchpoint: unattributed;
+ * - visitor d: a `spring` visit on day 2, with no order.
+ */
+async function scenario(): Promise<TestClient> {
+  const client = await service.createClient();
+  const patched = await app.inject({
+    method: 'PATCH',
+    url: `/admin/v1/clients/${client.client_id}`,
+    headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+    payload: { time_zone: NEW_YORK },
+  });
+  assert.equal(patched.statusCode, 200, patched.body);
+  await send(client, '/v1/spend_hourly', [
+    spend('2024-03-01T15:00:00Z', 'spring', 10),
+    spend('2024-03-02T15:00:00Z', 'spring', 20),
+    spend('2024-03-01T16:00:00Z', 'winter', 5),
+  ]);
+  await send(client, '/v1/touchpoints', [
+    touch('a1', '2024-03-01T14:00:00Z', 'a', { platform_name: 'meta', campaign_id: 'spring' }),
+    touch('a2', '2024-03-01T18:00:00Z', 'a', { platform_name: 'google', campaign_id: 'search' }),
+    touch('a3', '2024-03-02T14:00:00Z', 'a', { platform_name: 'meta', campaign_id: 'spring' }),
+    touch('b1', '2024-03-02T04:30:00Z', 'b'),
+    touch('d1', '2024-03-02T15:30:00Z', 'd', { platform_name: 'meta', campaign_id: 'spring' }),
+  ]);
+  await send(client, '/v2/orders', [
+    order('a-1', 'a', '2024-03-01T20:00:00Z', 100),
+    order('b-0', 'b', '2024-02-01T12:00:00Z', 40),
+    order('b-1', 'b', '2024-03-02T06:00:00Z', 60),
+    order('c-1', 'c', '2024-03-02T17:00:00Z', 30),
+  ]);
+  return client;
+}
+
+const COLUMNS = ['date', 'platform', 'campaign', 'currency', 'attribution_model', 'attribution_window', 'accounting_mode'];
+const METRICS = ['spend', 'rev', 'txns', 'revFt', 'revRtn', 'roas', 'visits', 'newVisits', 'ecr'];
+const campaignExport = (attribution_options: object, extra: object = {}) => ({
+  ...PERIOD,
+  level: 'campaign',
+  attribution_options,
+  metrics: METRICS.map((id) => ({ id, label: id })),
+  ...extra,
+});
+
+test('campaign rows: spend and touchpoint objects, channel and unattributed rows, credits by hand (linear, 30 days, cash and accrual)', async () => {
+  const client = await scenario();
+  const rows = await exportRows(client, campaignExport({ attribution_models: ['linear'], attribution_windows: ['30'], accounting_modes: ['cash', 'accrual'] }));
+  assert.deepEqual(table(rows, [...COLUMNS, ...METRICS]), [
+    // cash: b's order counts on day 2, when it was placed; b's visit on day 1, when it was made.
+    '2024-03-01|direct|||linear|30|cash|0|0.000000|0.000000|0.000000|0.000000||1|1|0.000000',
+    '2024-03-01|google|search|USD|linear|30|cash|0|50.000000|0.500000|50.000000|0.000000||1|0|0.500000',
+    '2024-03-01|meta|spring name|USD|linear|30|cash|10|50.000000|0.500000|50.000000|0.000000|5.000000|1|1|0.500000',
+    '2024-03-01|meta|winter name|USD|linear|30|cash|5|0.000000|0.000000|0.000000|0.000000|0.000000|0|0|',
+    '2024-03-02|direct||USD|linear|30|cash|0|60.000000|1.000000|0.000000|60.000000||0|0|',
+    '2024-03-02|meta|spring name|USD|linear|30|cash|20|0.000000|0.000000|0.000000|0.000000|0.000000|2|1|0.000000',
+    '2024-03-02|unattributed||USD|linear|30|cash|0|30.000000|1.000000|30.000000|0.000000||0|0|',
+    // accrual: b's credit is on day 1, the local day of its touchpoint; the unattributed order stays on day 2.
+    '2024-03-01|direct||USD|linear|30|accrual|0|60.000000|1.000000|0.000000|60.000000||1|1|1.000000',
+    '2024-03-01|google|search|USD|linear|30|accrual|0|50.000000|0.500000|50.000000|0.000000||1|0|0.500000',
+    '2024-03-01|meta|spring name|USD|linear|30|accrual|10|50.000000|0.500000|50.000000|0.000000|5.000000|1|1|0.500000',
+    '2024-03-01|meta|winter name|USD|linear|30|accrual|5|0.000000|0.000000|0.000000|0.000000|0.000000|0|0|',
+    '2024-03-02|meta|spring name|USD|linear|30|accrual|20|0.000000|0.000000|0.000000|0.000000|0.000000|2|1|0.000000',
+    '2024-03-02|unattributed||USD|linear|30|accrual|0|30.000000|1.000000|30.000000|0.000000||0|0|',
+  ]);
+});
+
+test('each model its own set of rows, in the order asked', async () => {
+  const client = await scenario();
+  const rows = await exportRows(
+    client,
+    campaignExport({ attribution_models: ['first_touch', 'last_touch'], attribution_windows: ['1'] }, { metrics: [{ id: 'rev', label: 'rev' }, { id: 'txnsFt', label: 'txnsFt' }] }),
+  );
+  const credited = rows.filter((row) => row.rev !== '0.000000');
+  assert.deepEqual(table(credited, ['date', 'platform', 'campaign', 'attribution_model', 'attribution_window', 'accounting_mode', 'rev', 'txnsFt']), [
+    '2024-03-01|meta|spring name|first_touch|1|cash|100.000000|1.000000',
+    '2024-03-02|direct||first_touch|1|cash|60.000000|0.000000',
+    '2024-03-02|unattributed||first_touch|1|cash|30.000000|1.000000',
+    '2024-03-01|google|search|last_touch|1|cash|100.000000|1.000000',
+    '2024-03-02|direct||last_touch|1|cash|60.000000|0.000000',
+    '2024-03-02|unattributed||last_touch|1|cash|30.000000|1.000000',
+  ]);
+});
+
+test('defaults: attribution metrics without options are linear, 30 days, cash; DATE sums every row of a bucket, unattributed included', async () => {
+  const client = await scenario();
+  const rows = await exportRows(client, { ...PERIOD, options: { export_aggregation: 'DATE' }, metrics: [{ id: 'spend' }, { id: 'rev' }, { id: 'visits' }, { id: 'aov' }] });
+  assert.deepEqual(table(rows, ['date', 'currency', 'attribution_model', 'attribution_window', 'accounting_mode', 'Spend', 'Attributed revenue', 'Visits', 'Average order value']), [
+    '2024-03-01|USD|linear|30|cash|15|100.000000|3|100.000000',
+    '2024-03-02|USD|linear|30|cash|20|90.000000|2|45.000000',
+  ]);
+});
+
+test('platform breakdown values keep only the rows they name; remove_zero_spend drops touchpoint-only rows', async () => {
+  const client = await scenario();
+  const kept = await exportRows(
+    client,
+    campaignExport({ accounting_modes: ['cash'] }, { breakdowns: [{ key: 'platform', values: ['meta', 'unattributed'] }], options: { remove_zero_spend: true } }),
+  );
+  assert.deepEqual(table(kept, ['date', 'platform', 'campaign', 'spend', 'rev']), [
+    '2024-03-01|meta|spring name|10|50.000000',
+    '2024-03-01|meta|winter name|5|0.000000',
+    '2024-03-02|meta|spring name|20|0.000000',
+  ]);
+});
+
+test('unknown models are a 422; attribution options without attribution metrics are ignored, said in warn', async () => {
+  const client = await service.createClient();
+  const unknown = await app.inject({
+    method: 'POST',
+    url: '/v1/exports/data-export',
+    headers: client.headers,
+    payload: { attribution_options: { attribution_models: ['linear', 'northbeam_custom'] }, metrics: [{ id: 'rev' }] },
+  });
+  assert.equal(unknown.statusCode, 422);
+  assert.deepEqual(
+    unknown.json().errors.map((error: { loc: string }) => error.loc),
+    ['body/attribution_options/attribution_models/1'],
+  );
+  const ignoring = await app.inject({
+    method: 'POST',
+    url: '/v1/exports/data-export',
+    headers: client.headers,
+    payload: { attribution_options: { attribution_models: ['linear'], accounting_modes: ['accrual'] }, metrics: [{ id: 'spend' }] },
+  });
+  assert.equal(ignoring.statusCode, 201, ignoring.body);
+  assert.deepEqual((await finishedExport(app, client, ignoring.json().id)).warn, {
+    ignored: [
+      'attribution_options.attribution_models (no attribution metric is asked for)',
+      'attribution_options.accounting_modes (no attribution metric is asked for)',
+    ],
+  });
+  const models = await app.inject({ method: 'GET', url: '/v1/exports/attribution-models', headers: client.headers });
+  assert.deepEqual(models.json().attribution_models.map((model: { id: string }) => model.id), MODELS.map((model) => model.id));
+});
+
+// Generated data: orders of a few customers, some with touchpoints, in two currencies.
+const HOUR = 3_600_000;
+const START = Date.parse('2024-03-01T05:00:00Z');
+const generated = fc.record({
+  orders: fc.array(fc.record({ customer: fc.integer({ min: 0, max: 5 }), hour: fc.integer({ min: -24, max: 72 }), cents: fc.integer({ min: 0, max: 100_000 }), euro: fc.boolean() }), {
+    minLength: 1,
+    maxLength: 12,
+  }),
+  touchpoints: fc.array(
+    fc.record({
+      customer: fc.integer({ min: 0, max: 5 }),
+      hour: fc.integer({ min: -24 * 40, max: 72 }),
+      campaign: fc.constantFrom('', 'spring', 'winter'),
+      view: fc.boolean(),
+    }),
+    { maxLength: 20 },
+  ),
+});
+
+test('property: in cash mode, every model credits all of the period\'s revenue, per currency, across its rows', async () => {
+  await fc.assert(
+    fc.asyncProperty(generated, async ({ orders, touchpoints }) => {
+      const client = await scenario();
+      await send(
+        client,
+        '/v2/orders',
+        orders.map((o, index) =>
+          minimalOrder(`g-${index}`, {
+            customer_id: `gen-${o.customer}`,
+            time_of_purchase: new Date(START + o.hour * HOUR).toISOString(),
+            currency: o.euro ? 'EUR' : 'USD',
+            purchase_total: o.cents / 100,
+          }),
+        ),
+      );
+      if (touchpoints.length > 0) {
+        await send(
+          client,
+          '/v1/touchpoints',
+          touchpoints.map((t, index) => ({
+            touchpoint_id: `g-${index}`,
+            occurred_at: new Date(START + t.hour * HOUR + index).toISOString(),
+            customer_id: `gen-${t.customer}`,
+            type: t.view ? 'view' : 'visit',
+            ...(t.campaign ? { platform_name: 'meta', campaign_id: t.campaign } : {}),
+          })),
+        );
+      }
+      // The store's revenue of the period: the scenario's and the generated orders'.
+      const expected: Record<string, number> = { USD: 190_00 };
+      for (const o of orders) if (o.hour >= 0 && o.hour < 48) expected[o.euro ? 'EUR' : 'USD'] = (expected[o.euro ? 'EUR' : 'USD'] ?? 0) + o.cents;
+      const rows = await exportRows(client, {
+        ...PERIOD,
+        level: 'campaign',
+        attribution_options: { attribution_models: MODELS.map((model) => model.id), attribution_windows: ['7'], accounting_modes: ['cash'] },
+        metrics: [{ id: 'rev' }],
+      });
+      for (const { id } of MODELS) {
+        const totals: Record<string, { rev: number; rows: number }> = {};
+        for (const row of rows.filter((r) => r.attribution_model === id && r.currency !== '')) {
+          const total = (totals[row.currency!] ??= { rev: 0, rows: 0 });
+          total.rev += Number(row['Attributed revenue']) * 100;
+          total.rows += 1;
+        }
+        for (const [currency, cents] of Object.entries(expected)) {
+          const total = totals[currency] ?? { rev: 0, rows: 0 };
+          // Each row is rounded to 6 decimal places: at most half a millionth off per row.
+          assert.ok(Math.abs(total.rev - cents) <= total.rows * 0.00005 + 1e-6, `${id} ${currency}: ${total.rev} ≠ ${cents}`);
+        }
+      }
+    }),
+    { numRuns: 8 },
+  );
+});
