@@ -12,12 +12,11 @@
  */
 import fs from 'node:fs';
 import { openDatabase } from '../src/db/index.js';
-import { generateOrders } from './generate.js';
+import { insertOrders } from './seed.js';
 import { benchEachStore, startServer, type Store } from './server.js';
 
 const HOURS = Number(process.env.BENCH_EXPORT_HOURS ?? 10_000);
 const ORDERS = Number(process.env.BENCH_EXPORT_ORDERS ?? 1_000_000);
-const TEMPLATES = 1000;
 const CUSTOMERS = 300_000;
 
 const PERIOD = {
@@ -43,24 +42,13 @@ const SPEND_SQL = `
          'Campaign ' || c, 'Adset ' || c, 'Ad ' || a, ((h * 7 + c * 17 + a) % 5000) / 100.0, 'USD', 1000 + a, 10 + c, now(), now()
     FROM generate_series($2::int, $3::int - 1) AS h, (VALUES ('google'), ('meta')) AS p(name), generate_series(0, 4) AS c, generate_series(0, 9) AS a`;
 
-/** The template orders again as orders `n` in [$3, $4): new ids, one of 300,000 customers, times spread over 2024. */
-const ORDERS_SQL = `
-  INSERT INTO orders (client_id, environment, order_id, time_of_purchase, body, created_at, updated_at)
-  SELECT $1, 'production', o.id, o.at,
-         t.body || jsonb_build_object('order_id', o.id, 'customer_id', o.customer, 'time_of_purchase', utc_iso(o.at)), now(), now()
-    FROM generate_series($3::int, $4::int - 1) AS n
-    JOIN jsonb_array_elements($2::jsonb) WITH ORDINALITY AS t(body, i) ON t.i = n % ${TEMPLATES} + 1
-   CROSS JOIN LATERAL (SELECT 'order-' || n AS id, 'cust-' || (n::bigint * 7919 % ${CUSTOMERS}) AS customer,
-                              timestamptz '2024-01-01T00:00:00Z' + n * (interval '366 days' / ${ORDERS}) AS at) AS o`;
-
 async function load(store: Store, clientId: string) {
   const db = await openDatabase({ databaseUrl: store.env.DATABASE_URL || undefined, dataDir: store.env.DATA_DIR ?? '', databasePoolSize: 2 });
   try {
     const started = performance.now();
     for (let h = 0; h < HOURS; h += 500) await db.query(SPEND_SQL, [clientId, h, Math.min(h + 500, HOURS)]);
     await db.query(`INSERT INTO ad_accounts VALUES ($1, 'production', 'google', 'act_1'), ($1, 'production', 'meta', 'act_1')`, [clientId]);
-    const templates = JSON.stringify(generateOrders(7, 'template', TEMPLATES).map(({ alternate_order_ids: _, ...order }) => order));
-    for (let n = 0; n < ORDERS; n += 20_000) await db.query(ORDERS_SQL, [clientId, templates, n, Math.min(n + 20_000, ORDERS)]);
+    await insertOrders(db, clientId, { count: ORDERS, customers: CUSTOMERS, from: new Date(Date.UTC(2024, 0, 1)), days: 366 });
     await db.exec('ANALYZE');
     console.log(`${store.name}: loaded ${(HOURS * 100).toLocaleString('en-US')} hourly spend records and ${ORDERS.toLocaleString('en-US')} orders in ${((performance.now() - started) / 1000).toFixed(0)} s`);
   } finally {

@@ -99,3 +99,67 @@ export function generateOrders(seed: number, prefix: string, count: number): Rec
     generateOrder(rand, `${prefix}-${n}`, new Date(start + Math.floor(rand() * 365 * 86_400_000))),
   );
 }
+
+/** Paid campaigns: `cmp-<c>` with the ads `ad-<c>-0` and `ad-<c>-1` in the adset `set-<c>`; Google's first, then Meta's, then TikTok's. */
+export const PAID_CAMPAIGNS = { google: 150, meta: 150, tiktok: 20 } as const;
+export const ADS_PER_CAMPAIGN = 2;
+/** How the paid touchpoints name their platform in utm_source: the client's source mapping makes them spend's platform names. */
+export const SOURCE_PLATFORMS = { adwords: 'google', fb: 'meta', ig: 'meta' } as const;
+
+/** The platform of campaign `c` of PAID_CAMPAIGNS. */
+export function campaignPlatform(c: number): keyof typeof PAID_CAMPAIGNS {
+  if (c < PAID_CAMPAIGNS.google) return 'google';
+  return c < PAID_CAMPAIGNS.google + PAID_CAMPAIGNS.meta ? 'meta' : 'tiktok';
+}
+export const CAMPAIGN_COUNT = PAID_CAMPAIGNS.google + PAID_CAMPAIGNS.meta + PAID_CAMPAIGNS.tiktok;
+
+const SHOP = 'https://shop.example.com';
+const PAGES = ['/', '/products/linen-shirt', '/products/canvas-tote', '/collections/summer', '/products/rain-jacket?variant=42'];
+const SEARCH_REFERRERS = ['https://www.google.com/', 'https://www.google.co.uk/', 'https://www.bing.com/', 'https://duckduckgo.com/'];
+const SOCIAL_REFERRERS = ['https://l.facebook.com/', 'https://t.co/', 'https://www.instagram.com/', 'https://www.reddit.com/r/malefashionadvice/'];
+const REFERRAL_REFERRERS = ['https://blog.example.org/best-totes-2024', 'https://news.example.net/review/linen', 'https://forum.example.io/t/1234'];
+const CLICK_ID = { google: 'gclid', meta: 'fbclid', tiktok: 'ttclid' } as const;
+const UTM_SOURCE = { google: 'adwords', meta: 'fb', tiktok: 'tiktok' } as const;
+
+/**
+ * A visit as a tracker would send it, without its ids: about half from paid campaigns (UTMs and a
+ * click id in landing_url), the rest e-mail, SMS, search, social, referral and direct visits.
+ * `clickId` is the click id's value.
+ */
+export function generateVisit(rand: () => number, clickId: string): Record<string, unknown> {
+  const pick = <T>(items: readonly T[]): T => items[Math.floor(rand() * items.length)]!;
+  const page = `${SHOP}${pick(PAGES)}`;
+  const query = (params: Record<string, string>) => `${page}${page.includes('?') ? '&' : '?'}${new URLSearchParams(params)}`;
+  const kind = rand();
+  if (kind < 0.5) {
+    const c = Math.floor(rand() * CAMPAIGN_COUNT);
+    const platform = campaignPlatform(c);
+    const utms = { utm_source: UTM_SOURCE[platform], utm_medium: platform === 'google' ? 'cpc' : 'paid_social', utm_campaign: `cmp-${c}`, utm_term: `set-${c}`, utm_content: `ad-${c}-${Math.floor(rand() * ADS_PER_CAMPAIGN)}` };
+    return { landing_url: query({ ...utms, [CLICK_ID[platform]]: clickId }), referrer: platform === 'google' ? 'https://www.google.com/' : pick(SOCIAL_REFERRERS) };
+  }
+  if (kind < 0.6) return { landing_url: query({ utm_source: 'klaviyo', utm_medium: 'email', utm_campaign: pick(['spring-sale', 'welcome', 'restock']) }) };
+  if (kind < 0.63) return { landing_url: query({ utm_source: 'attentive', utm_medium: 'sms', utm_campaign: 'flash-friday' }) };
+  if (kind < 0.78) return { landing_url: page, referrer: pick(SEARCH_REFERRERS) };
+  if (kind < 0.85) return { landing_url: page, referrer: pick(SOCIAL_REFERRERS) };
+  if (kind < 0.9) return { landing_url: page, referrer: pick(REFERRAL_REFERRERS) };
+  return { landing_url: page };
+}
+
+/**
+ * `count` visits with ids `<prefix>-<n>` over 2024, of one of `visitors` visitors (`visitor-<v>`),
+ * a third of them with the visitor's customer (`cust-<v>`) as a logged-in shopper's.
+ */
+export function generateTouchpoints(seed: number, prefix: string, count: number, visitors: number): Record<string, unknown>[] {
+  const rand = random(seed);
+  const start = Date.UTC(2024, 0, 1);
+  return Array.from({ length: count }, (_, n) => {
+    const visitor = Math.floor(rand() * visitors);
+    return {
+      touchpoint_id: `${prefix}-${n}`,
+      occurred_at: new Date(start + Math.floor(rand() * 365 * 86_400_000)).toISOString(),
+      visitor_id: `visitor-${visitor}`,
+      ...(rand() < 1 / 3 ? { customer_id: `cust-${visitor}` } : {}),
+      ...generateVisit(rand, `Cj0KCQiA${Math.floor(rand() * 1e12).toString(36)}`),
+    };
+  });
+}

@@ -54,11 +54,17 @@ const RUNS = Number(process.env.BENCH_RUNS ?? 1);
 
 /**
  * Runs a benchmark on a new database of the PostgreSQL server of DATABASE_URL (default: the
- * local one; skipped, saying why, when it fails there) and on a new embedded store, BENCH_RUNS
- * times (default 1), then prints the rows it measured as one table under `header`: each run's,
- * and with several runs the median of every figure, rows matched by their first `labels` cells.
+ * local one; skipped, saying why, when it fails there) and on a new embedded store (unless
+ * `embedded` is false), BENCH_RUNS times (default 1), then prints the rows it measured as one
+ * table under `header`: each run's, and with several runs the median of every figure, rows
+ * matched by their first `labels` cells.
  */
-export async function benchEachStore(header: string[], labels: number, bench: (store: Store) => Promise<string[][]>): Promise<void> {
+export async function benchEachStore(
+  header: string[],
+  labels: number,
+  bench: (store: Store) => Promise<string[][]>,
+  { embedded = true }: { embedded?: boolean } = {},
+): Promise<void> {
   const runs: string[][][] = [];
   for (let run = 1; run <= RUNS; run++) {
     const rows: string[][] = [];
@@ -67,7 +73,7 @@ export async function benchEachStore(header: string[], labels: number, bench: (s
     } catch (error) {
       console.log(`PostgreSQL skipped: ${(error as Error).message}`);
     }
-    rows.push(...(await bench(pgliteStore())));
+    if (embedded) rows.push(...(await bench(pgliteStore())));
     runs.push(rows);
     if (RUNS > 1) console.log(`\nrun ${run} of ${RUNS}`);
     printTable(header, rows);
@@ -137,6 +143,7 @@ export async function startServer(store: Store, extraEnv: NodeJS.ProcessEnv = {}
       ...process.env,
       ORDER_WRITE_BYTES_PER_MINUTE: '0',
       SPEND_WRITE_BYTES_PER_MINUTE: '0',
+      TOUCHPOINT_WRITE_BYTES_PER_MINUTE: '0',
       OVERLOAD_EVENT_LOOP_DELAY_MS: '0',
       WEB_CONCURRENCY: '1',
       ...store.env,

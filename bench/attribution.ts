@@ -1,0 +1,343 @@
+/**
+ * Attribution at scale, on PostgreSQL only (the embedded store is not run: a data set of this
+ * size is beyond what it is for, see docs/benchmarks.md):
+ *
+ * 1. touchpoint ingestion over HTTP: batches of 1,000 realistic visits to POST /v1/touchpoints
+ *    from several connections for BENCH_SECONDS (15), then, with the server stopped, its
+ *    data-layer ceiling: the same batches, derived as the route derives them, through the
+ *    repository's upsert from this process;
+ * 2. on a new database, the data set written with set-based SQL while no server runs:
+ *    1,000,000 orders over 2024 of 150,000 customers, 5,000,000 visits and 500,000 ad views of
+ *    200,000 visitors (180,000 of them linked to a customer: nine in ten directly, one in ten
+ *    through an order), 320 paid campaigns of which 300 have spend (two ads each, a record every
+ *    6 hours), every touchpoint's derived columns computed by src/touchpoints/derive.ts;
+ * 3. the explanation of one order, GET /v2/orders/{id}/attribution, for random orders;
+ * 4. exports with attribution_options: 30 days and the whole year, campaign level, DAILY, three
+ *    models, one window, both accounting modes; the dashboard's shape (one model, window and
+ *    mode, 30 days) as an export and as the bare statement of the row builder; the server's peak
+ *    memory.
+ *
+ * A part whose endpoint or option does not exist yet is reported "not available", with the answer.
+ *
+ *   npm run bench:attribution                 # PostgreSQL from DATABASE_URL
+ *   BENCH_ATTRIBUTION_ORDERS=100000 BENCH_ATTRIBUTION_VISITS=500000 npm run bench:attribution
+ */
+import fs from 'node:fs';
+import pg from 'pg';
+import { Value } from 'typebox/value';
+import type { Tenant } from '../src/auth/tenant.js';
+import { openDatabase } from '../src/db/index.js';
+import { planExport } from '../src/exports/plan.js';
+import { planRowsSql } from '../src/exports/rows.js';
+import { ExportRequest } from '../src/exports/schema.js';
+import { deriveTouchpoint, type TouchpointInput } from '../src/touchpoints/derive.js';
+import { createTouchpointRepository } from '../src/touchpoints/repository.js';
+import { ADS_PER_CAMPAIGN, CAMPAIGN_COUNT, PAID_CAMPAIGNS, SOURCE_PLATFORMS, campaignPlatform, generateTouchpoints, generateVisit, random } from './generate.js';
+import { BATCH_SIZE, CONNECTIONS, batchesWithIds, runPhase, type PhaseResult } from './load.js';
+import { ORDER_CUSTOMER_FACTOR, insertOrders } from './seed.js';
+import { anotherStore, benchEachStore, startServer, type RunningServer, type Store } from './server.js';
+
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 15);
+const ORDERS = Number(process.env.BENCH_ATTRIBUTION_ORDERS ?? 1_000_000);
+const VISITS = Number(process.env.BENCH_ATTRIBUTION_VISITS ?? 5_000_000);
+const VIEWS = VISITS / 10;
+const VISITORS = 200_000;
+const LINKED_VISITORS = 180_000;
+const CUSTOMERS = 150_000;
+const EXPLAINED_ORDERS = 300;
+const YEAR = { from: new Date(Date.UTC(2024, 0, 1)), days: 366 };
+const SPEND_EVERY_HOURS = 6;
+const TEMPLATES = 4000;
+const MODELS = ['first_touch', 'last_touch', 'last_touch_non_direct', 'linear', 'position_based', 'time_decay', 'clicks_only', 'clicks_and_views'];
+const WINDOWS = ['1', '3', '7', '14', '30', '60', '90'];
+
+const tenantOf = (server: RunningServer): Tenant => ({ clientId: server.headers['data-client-id']!, environment: 'production', dryRun: false });
+const seconds = (since: number) => (performance.now() - since) / 1000;
+const thousands = (n: number) => Math.round(n).toLocaleString('en-US');
+
+function percentile(values: number[], p: number): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN;
+}
+
+/** A row of the table: part, value, unit, p50, p99, target. */
+type Row = [string, string, string, string, string, string];
+const unavailable = (part: string, why: string, target: string): Row => {
+  console.log(`${part}: not available (${why})`);
+  return [part, 'n/a', 'not available', '', '', target];
+};
+
+// 1. Ingestion ------------------------------------------------------------------------------
+
+const touchpointTemplates = Array.from({ length: 8 }, (_, t) => generateTouchpoints(100 + t, `__RUN__-${t}`, BATCH_SIZE, VISITORS));
+const touchpointBodies = touchpointTemplates.map((data) => JSON.stringify({ data }));
+/** The same batches as the route stores them (no source mapping: the bench's client has none). */
+const derivedBodies = touchpointTemplates.map((data) => JSON.stringify(data.map((input) => deriveTouchpoint(input as TouchpointInput, {}))));
+
+const ingestionRow = (part: string, result: PhaseResult, target: string): Row => [
+  part,
+  thousands((result.batches * BATCH_SIZE) / result.seconds),
+  'touchpoints/s',
+  percentile(result.latencies, 50).toFixed(0),
+  percentile(result.latencies, 99).toFixed(0),
+  target,
+];
+
+async function ingestion(store: Store): Promise<Row[]> {
+  const server = await startServer(store);
+  let http: PhaseResult;
+  try {
+    http = await runPhase(
+      async (body) => {
+        const response = await fetch(`${server.url}/v1/touchpoints`, { method: 'POST', headers: server.headers, body });
+        const text = await response.text();
+        if (response.status !== 201) throw new Error(`touchpoint batch failed with ${response.status}: ${text.slice(0, 500)}`);
+      },
+      batchesWithIds('h', touchpointBodies),
+      SECONDS,
+    );
+    console.log(`ingestion: server peak RSS ${server.peakRssMb() ?? '?'} MB`);
+  } finally {
+    await server.stop();
+  }
+  const db = await openDatabase({ databaseUrl: store.env.DATABASE_URL, dataDir: '', databasePoolSize: CONNECTIONS });
+  try {
+    const touchpoints = createTouchpointRepository(db);
+    const tenant = tenantOf(server);
+    const direct = await runPhase(async (body) => void (await touchpoints.upsert(tenant, JSON.parse(body), new Date())), batchesWithIds('d', derivedBodies), SECONDS);
+    const share = Math.round((100 * http.batches) / http.seconds / (direct.batches / direct.seconds));
+    console.log(`ingestion: HTTP is ${share}% of the data layer; ${(Buffer.byteLength(touchpointBodies[0]!) / BATCH_SIZE).toFixed(0)} bytes a touchpoint`);
+    return [ingestionRow('touchpoints over HTTP', http, '≥ 50,000/s'), ingestionRow('touchpoints, data layer (ceiling)', direct, '')];
+  } finally {
+    await db.close();
+  }
+}
+
+// 2. The data set ---------------------------------------------------------------------------
+
+/** A uniform value in [0, modulo) from `expression` (a bigint), a different one for each seed. */
+const hashed = (expression: string, seed: number, modulo: number | string) => `((hashint8extended(${expression}, ${seed}) & 9223372036854775807) % ${modulo})`;
+
+/** Spend of the Google and Meta campaigns (not TikTok's: clicks without spend), a record every 6 hours, quarter-days [$2, $3). */
+const SPEND_SQL = `
+  INSERT INTO spend_hourly (client_id, environment, platform_account_id, period, platform_name, campaign_id, adset_id, ad_id,
+                            campaign_name, adset_name, ad_name, spend, spend_currency, impressions, clicks, created_at, updated_at)
+  SELECT $1, 'production', 'act_1', $4::timestamptz + q * interval '${SPEND_EVERY_HOURS} hours',
+         CASE WHEN c < ${PAID_CAMPAIGNS.google} THEN 'google' ELSE 'meta' END, 'cmp-' || c, 'set-' || c, 'ad-' || c || '-' || a,
+         'Campaign ' || c, 'Adset ' || c, 'Ad ' || a, ((q * 7 + c * 17 + a) % 5000) / 100.0, 'USD', 1000 + a * 10 + c, 10 + (q + c) % 40, now(), now()
+    FROM generate_series($2::int, $3::int - 1) AS q, generate_series(0, ${PAID_CAMPAIGNS.google + PAID_CAMPAIGNS.meta - 1}) AS c,
+         generate_series(0, ${ADS_PER_CAMPAIGN - 1}) AS a`;
+
+/** Visitor v's link: nine in ten to customer v mod CUSTOMERS directly, one in ten through one of that customer's orders. */
+const IDENTITIES_SQL = `
+  INSERT INTO identities (client_id, environment, visitor_id, customer_id, order_id, linked_at)
+  SELECT $1, 'production', 'visitor-' || v,
+         CASE WHEN v % 10 <> 9 THEN 'cust-' || v % ${CUSTOMERS} END,
+         CASE WHEN v % 10 = 9 THEN 'order-' || (v % ${CUSTOMERS})::bigint * $2 % ${CUSTOMERS} END, now()
+    FROM generate_series(0, ${LINKED_VISITORS - 1}) AS v`;
+
+const TEXT_COLUMNS = ['landing_url', 'referrer', 'utm_source', 'utm_medium', 'utm_campaign', 'utm_term', 'utm_content', 'platform_name', 'platform_account_id', 'campaign_id', 'adset_id', 'ad_id', 'channel'];
+
+/**
+ * Touchpoints n in [$3, $4) of one type, `<prefix>-<n>`: visitor n mod VISITORS, at a time
+ * hashed from n within the year, with template (derived columns) number hash(n) of $2, whose
+ * click id `__CLICK__` becomes one of its own; one in ten of a linked visitor's with its
+ * customer, as a logged-in shopper's.
+ */
+const touchpointsSql = (type: 'visit' | 'view', prefix: string, templates: number) => `
+  INSERT INTO touchpoints (client_id, environment, touchpoint_id, occurred_at, type, visitor_id, customer_id, click_ids, ${TEXT_COLUMNS.join(', ')}, created_at, updated_at)
+  SELECT $1, 'production', '${prefix}-' || n, $5::timestamptz + ${hashed('n', 1, YEAR.days * 86_400)} * interval '1 second', '${type}',
+         'visitor-' || n % ${VISITORS}, CASE WHEN n % ${VISITORS} < ${LINKED_VISITORS} AND ${hashed('n', 2, 10)} = 0 THEN 'cust-' || n % ${VISITORS} % ${CUSTOMERS} END,
+         replace(t.click_ids::text, '__CLICK__', 'ck' || n)::jsonb,
+         ${TEXT_COLUMNS.map((column) => (column === 'landing_url' ? `replace(t.landing_url, '__CLICK__', 'ck' || n)` : `t.${column}`)).join(', ')}, now(), now()
+    FROM generate_series($3::bigint, $4::bigint - 1) AS n
+    JOIN jsonb_to_recordset($2::jsonb) AS t(i int, click_ids jsonb, ${TEXT_COLUMNS.map((column) => `${column} text`).join(', ')})
+      ON t.i = ${hashed('n', 3, templates)}`;
+
+/** Derived columns of touchpoint templates, numbered from 0 in `i`. */
+const derivedTemplates = (inputs: Record<string, unknown>[]) =>
+  JSON.stringify(
+    inputs.map((input, i) => {
+      const derived = deriveTouchpoint({ touchpoint_id: 't', occurred_at: '2024-01-01T00:00:00Z', visitor_id: 'v', ...input }, SOURCE_PLATFORMS);
+      if (Array.isArray(derived)) throw new Error(`template ${i}: ${JSON.stringify(derived)}`);
+      return { i, ...derived };
+    }),
+  );
+
+/** `run` over [0, count) in pieces of `chunk`, one after another. */
+async function inChunks(count: number, chunk: number, run: (from: number, to: number) => Promise<unknown>) {
+  for (let n = 0; n < count; n += chunk) await run(n, Math.min(n + chunk, count));
+}
+
+/** The multiplicative inverse of `a` modulo `m`: order (c × it mod m) is one of customer c's. */
+function inverse(a: number, m: number): number {
+  let [t, newT, r, newR] = [0n, 1n, BigInt(m), BigInt(a)];
+  while (newR !== 0n) {
+    const q = r / newR;
+    [t, newT, r, newR] = [newT, t - q * newT, newR, r - q * newR];
+  }
+  return Number(((t % BigInt(m)) + BigInt(m)) % BigInt(m));
+}
+
+async function load(store: Store, clientId: string): Promise<number> {
+  const db = await openDatabase({ databaseUrl: store.env.DATABASE_URL, dataDir: '', databasePoolSize: 2, databaseQueryTimeoutMs: 3_600_000 });
+  const started = performance.now();
+  const step = async (what: string, work: () => Promise<unknown>) => {
+    const since = performance.now();
+    await work();
+    console.log(`  ${what}: ${seconds(since).toFixed(1)} s`);
+  };
+  try {
+    await db.query('UPDATE clients SET source_platforms = $2 WHERE client_id = $1', [clientId, JSON.stringify(SOURCE_PLATFORMS)]);
+    const quarterDays = (YEAR.days * 24) / SPEND_EVERY_HOURS;
+    await step(`${thousands(quarterDays * (PAID_CAMPAIGNS.google + PAID_CAMPAIGNS.meta) * ADS_PER_CAMPAIGN)} spend records`, async () => {
+      await inChunks(quarterDays, 200, (from, to) => db.query(SPEND_SQL, [clientId, from, to, YEAR.from.toISOString()]));
+      await db.query(`INSERT INTO ad_accounts VALUES ($1, 'production', 'google', 'act_1'), ($1, 'production', 'meta', 'act_1')`, [clientId]);
+    });
+    await step(`${thousands(ORDERS)} orders`, () => insertOrders(db, clientId, { count: ORDERS, customers: CUSTOMERS, ...YEAR }));
+    await step(`${thousands(LINKED_VISITORS)} identities`, () => db.query(IDENTITIES_SQL, [clientId, inverse(ORDER_CUSTOMER_FACTOR, CUSTOMERS)]));
+    const rand = random(11);
+    const visits = derivedTemplates(Array.from({ length: TEMPLATES }, () => generateVisit(rand, '__CLICK__')));
+    await step(`${thousands(VISITS)} visits`, () =>
+      inChunks(VISITS, 250_000, (from, to) => db.query(touchpointsSql('visit', 'visit', TEMPLATES), [clientId, visits, from, to, YEAR.from.toISOString()])),
+    );
+    const ads = Array.from({ length: CAMPAIGN_COUNT * ADS_PER_CAMPAIGN }, (_, n) => {
+      const c = Math.floor(n / ADS_PER_CAMPAIGN);
+      return { type: 'view', platform_name: campaignPlatform(c), campaign_id: `cmp-${c}`, adset_id: `set-${c}`, ad_id: `ad-${c}-${n % ADS_PER_CAMPAIGN}` };
+    });
+    const views = derivedTemplates(ads);
+    await step(`${thousands(VIEWS)} views`, () =>
+      inChunks(VIEWS, 250_000, (from, to) => db.query(touchpointsSql('view', 'view', ads.length), [clientId, views, from, to, YEAR.from.toISOString()])),
+    );
+    await step('ANALYZE', () => db.exec('ANALYZE'));
+    return seconds(started);
+  } finally {
+    await db.close();
+  }
+}
+
+// 3. The explanation of one order ------------------------------------------------------------
+
+async function explanations(server: RunningServer, choose: (rand: () => number) => [string, string], part: string): Promise<Row> {
+  const rand = random(5);
+  const times: number[] = [];
+  let touchpoints = 0;
+  for (let n = 0; n < EXPLAINED_ORDERS; n++) {
+    const orderId = `order-${Math.floor(rand() * ORDERS)}`;
+    const [model, window] = choose(rand);
+    const started = performance.now();
+    const response = await fetch(`${server.url}/v2/orders/${orderId}/attribution?model=${model}&window=${window}`, { headers: server.headers });
+    const text = await response.text();
+    times.push(performance.now() - started);
+    // Every order asked for exists: any other answer means the endpoint does not (yet).
+    if (response.status !== 200) return unavailable(part, `${response.status} ${text.slice(0, 200)}`, 'p99 < 50 ms');
+    touchpoints += (JSON.parse(text) as { touchpoints: unknown[] }).touchpoints.length;
+  }
+  console.log(`${part}: ${(touchpoints / EXPLAINED_ORDERS).toFixed(1)} touchpoints a path on average`);
+  return [part, String(EXPLAINED_ORDERS), 'orders', percentile(times, 50).toFixed(1), percentile(times, 99).toFixed(1), 'p99 < 50 ms'];
+}
+
+// 4. Exports --------------------------------------------------------------------------------
+
+const DAYS_30 = { period_type: 'FIXED', period_options: { period_starting_at: '2024-12-01T00:00:00Z', period_ending_at: '2024-12-31T00:00:00Z' } };
+const WHOLE_YEAR = { period_type: 'FIXED', period_options: { period_starting_at: '2024-01-01T00:00:00Z', period_ending_at: '2025-01-01T00:00:00Z' } };
+const attributedExport = (period: object, models: string[], modes: string[]) => ({
+  ...period,
+  level: 'campaign',
+  time_granularity: 'DAILY',
+  attribution_options: { attribution_models: models, attribution_windows: ['30'], accounting_modes: modes },
+  metrics: ['spend', 'rev', 'txns', 'roas', 'cac', 'visits'].map((id) => ({ id })),
+});
+const THREE_MODELS = ['first_touch', 'linear', 'time_decay'];
+const BOTH_MODES = ['cash', 'accrual'];
+const DASHBOARD = attributedExport(DAYS_30, ['linear'], ['cash']);
+
+async function runExport(server: RunningServer, exportsDir: string, part: string, body: object, target: string): Promise<Row> {
+  const started = performance.now();
+  const created = await fetch(`${server.url}/v1/exports/data-export`, { method: 'POST', headers: server.headers, body: JSON.stringify(body) });
+  if (created.status !== 201) return unavailable(part, `${created.status} ${(await created.text()).slice(0, 300)}`, target);
+  const { id } = (await created.json()) as { id: string };
+  let result: { status: string; warn: unknown };
+  do {
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    result = (await (await fetch(`${server.url}/v1/exports/data-export/result/${id}`, { headers: server.headers })).json()) as typeof result;
+  } while (result.status === 'PENDING');
+  const took = seconds(started);
+  if (result.status !== 'SUCCESS') return unavailable(part, `${result.status} ${JSON.stringify(result.warn)}`, target);
+  let lines = 0;
+  for (const file of fs.readdirSync(`${exportsDir}/${id}`)) lines += fs.readFileSync(`${exportsDir}/${id}/${file}`, 'utf8').split('\r\n').length - 2;
+  console.log(`${part}: ${took.toFixed(1)} s to SUCCESS, ${thousands(lines)} rows`);
+  return [part, took.toFixed(1), 's to SUCCESS', '', '', target];
+}
+
+/** The dashboard's rows: the row builder's statement of its plan, run from this process and read to the end. */
+async function bareDashboardSql(store: Store, tenant: Tenant): Promise<Row> {
+  const part = 'dashboard: bare SQL, 30 days';
+  // planExport takes a request its schema has validated, as the route does first.
+  const invalid = [...Value.Errors(ExportRequest, DASHBOARD)].map((error) => `${error.instancePath} ${error.message}`);
+  if (invalid.length > 0) return unavailable(part, `the request is invalid: ${invalid.join('; ').slice(0, 300)}`, '< 2 s');
+  const planned = planExport(DASHBOARD as ExportRequest, 'UTC', new Date());
+  if ('problems' in planned) return unavailable(part, `the plan's problems: ${JSON.stringify(planned.problems).slice(0, 300)}`, '< 2 s');
+  const { sql, params } = planRowsSql(tenant, planned.plan);
+  const client = new pg.Client({ connectionString: store.env.DATABASE_URL });
+  await client.connect();
+  try {
+    const started = performance.now();
+    const { rowCount } = await client.query(sql, params);
+    const took = seconds(started).toFixed(2);
+    console.log(`${part}: ${took} s, ${thousands(rowCount ?? 0)} rows`);
+    return [part, took, 's', '', '', '< 2 s'];
+  } finally {
+    await client.end();
+  }
+}
+
+async function atScale(store: Store): Promise<Row[]> {
+  const exportsDir = fs.mkdtempSync('/tmp/tributary-bench-attribution-');
+  // An export's statement may run longer than the default 60 s query timeout: its time is what is measured.
+  const env = { EXPORTS_DIR: exportsDir, DATABASE_QUERY_TIMEOUT_MS: '600000' };
+  try {
+    const first = await startServer(store, env);
+    await first.stop();
+    console.log(`loading the data set (PostgreSQL, set-based SQL):`);
+    const loadSeconds = await load(store, first.headers['data-client-id']!);
+    const server = await startServer(store, env);
+    // The client of the first start holds the data.
+    server.headers = first.headers;
+    try {
+      const rows: Row[] = [['data set load', loadSeconds.toFixed(0), 's', '', '', '']];
+      rows.push(await explanations(server, () => ['linear', '30'], 'explanation, linear, 30 days'));
+      rows.push(await explanations(server, (rand) => [MODELS[Math.floor(rand() * MODELS.length)]!, WINDOWS[Math.floor(rand() * WINDOWS.length)]!], 'explanation, random model and window'));
+      rows.push(await runExport(server, exportsDir, 'export: 30 days, 3 models, both modes', attributedExport(DAYS_30, THREE_MODELS, BOTH_MODES), '< 20 s'));
+      rows.push(await runExport(server, exportsDir, 'export: year, 3 models, both modes', attributedExport(WHOLE_YEAR, THREE_MODELS, BOTH_MODES), '< 120 s'));
+      rows.push(await runExport(server, exportsDir, 'dashboard: export, 30 days', DASHBOARD, '< 2 s'));
+      rows.push(await bareDashboardSql(store, tenantOf(server)));
+      rows.push(['server peak RSS', String(server.peakRssMb() ?? '?'), 'MB', '', '', '< 300 MB']);
+      return rows;
+    } finally {
+      await server.stop();
+    }
+  } finally {
+    fs.rmSync(exportsDir, { recursive: true, force: true });
+  }
+}
+
+async function benchStore(store: Store): Promise<string[][]> {
+  try {
+    const rows = await ingestion(store);
+    const scale = await anotherStore(store);
+    try {
+      return [...rows, ...(await atScale(scale))];
+    } finally {
+      await scale.drop();
+    }
+  } finally {
+    await store.drop();
+  }
+}
+
+console.log(
+  `attribution: touchpoints in batches of ${BATCH_SIZE} from ${CONNECTIONS} connections for ${SECONDS} s; then ${thousands(ORDERS)} orders, ` +
+    `${thousands(VISITS)} visits, ${thousands(VIEWS)} views of ${thousands(VISITORS)} visitors`,
+);
+await benchEachStore(['part', 'value', 'unit', 'p50 ms', 'p99 ms', 'target'], 1, benchStore, { embedded: false });
