@@ -7,7 +7,7 @@ import {
   creditText,
   CREDIT_PARTS,
   DAY_MS,
-  MODELS,
+  MODEL_IDS,
   UNATTRIBUTED,
   WINDOWS,
   type ModelId,
@@ -24,7 +24,6 @@ import { createTestDatabase } from './helpers.js';
 
 const HOUR_MS = 3_600_000;
 const PURCHASE = Date.parse('2024-03-20T12:00:00.000Z');
-const MODEL_IDS = MODELS.map((model) => model.id);
 
 const touchpoint = (type: Touchpoint['type']) => (touchpoint_id: string, msBefore: number, channel = 'paid'): Touchpoint => ({
   touchpoint_id,

@@ -1,4 +1,4 @@
-import { CREDIT_PARTS, DAY_MS, DECAY_WEIGHT_UNIT, DIRECT, HALF_LIFE_MS, NON_CLICK_CHANNELS, VIEW_WINDOW_MS, type ModelId } from './models.js';
+import { CREDIT_PARTS, CREDIT_SCALE, DAY_MS, DECAY_WEIGHT_UNIT, DIRECT, HALF_LIFE_MS, NON_CLICK_CHANNELS, VIEW_WINDOW_MS, type ModelId } from './models.js';
 
 /*
  * The rules of models.ts in SQL. Credits are computed where the touchpoints are stored: an
@@ -15,6 +15,9 @@ import { CREDIT_PARTS, DAY_MS, DECAY_WEIGHT_UNIT, DIRECT, HALF_LIFE_MS, NON_CLIC
  */
 
 const P = CREDIT_PARTS;
+
+/** One part of a credit as a numeric literal: a product with it stays exact, with CREDIT_SCALE more decimals. */
+export const CREDIT_PART = `0.${'1'.padStart(CREDIT_SCALE, '0')}`;
 
 /** The `rank`-th of `count` equal shares of `whole` parts: the last `whole % count` get a part more. */
 const equalShare = (rank: string, count: string, whole = P) =>

@@ -1,14 +1,11 @@
 import type { Tenant } from '../auth/tenant.js';
 import type { Database } from '../db/index.js';
-import { creditsSql } from './credits-sql.js';
-import { CREDIT_SCALE, type ModelId, type WindowDays } from './models.js';
+import { CREDIT_PART, creditsSql } from './credits-sql.js';
+import type { ModelId, WindowDays } from './models.js';
 import { pathsSql } from './paths.js';
 
 /** Credited revenue is exact until it is written out, then rounded to this many decimal places, as exports round money. */
 export const REVENUE_SCALE = 6;
-
-/** One part of a credit as a numeric literal: multiplying by it keeps a product exact, with CREDIT_SCALE more decimals. */
-const PART = `0.${'1'.padStart(CREDIT_SCALE, '0')}`;
 
 export type AttributionExplainer = ReturnType<typeof createAttributionExplainer>;
 
@@ -34,8 +31,8 @@ export function createAttributionExplainer(db: Database) {
             SELECT coalesce(json_agg(json_build_object(
                      'touchpoint_id', touchpoint_id, 'occurred_at', utc_iso(occurred_at), 'type', type, 'channel', channel,
                      'platform_name', platform_name, 'campaign_id', campaign_id, 'adset_id', adset_id, 'ad_id', ad_id,
-                     'credit', credit_parts * ${PART},
-                     'revenue', round(credit_parts * purchase_total * ${PART}, ${REVENUE_SCALE})) ORDER BY path_position), '[]') AS touchpoints
+                     'credit', credit_parts * ${CREDIT_PART},
+                     'revenue', round(credit_parts * purchase_total * ${CREDIT_PART}, ${REVENUE_SCALE})) ORDER BY path_position), '[]') AS touchpoints
               FROM (${creditsSql('candidates', model)}) AS credited
           ) AS c`,
         [tenant.clientId, tenant.environment, orderId, model],

@@ -48,10 +48,15 @@ export const MODELS = [
 ] as const;
 
 export type ModelId = (typeof MODELS)[number]['id'];
+export const MODEL_IDS: readonly ModelId[] = MODELS.map((model) => model.id);
 
 /** Attribution windows, in days of 24 hours each. */
 export const WINDOWS = [1, 3, 7, 14, 30, 60, 90] as const;
 export type WindowDays = (typeof WINDOWS)[number];
+
+/** The model and window used when a request names none: linear favours no touchpoint, and 30 days is the issue's own example. */
+export const DEFAULT_MODEL: ModelId = 'linear';
+export const DEFAULT_WINDOW: WindowDays = 30;
 
 export const CREDIT_SCALE = 9;
 /** The whole of an order's credit: every credit is a whole number of these parts. */

@@ -3,12 +3,8 @@ import { Type } from 'typebox';
 import { ApiError } from '../http/errors.js';
 import { ErrorEnvelope, Identifier } from '../http/schemas.js';
 import type { AttributionExplainer } from './explanation.js';
-import { MODELS, WINDOWS, type ModelId, type WindowDays } from './models.js';
+import { DEFAULT_MODEL, DEFAULT_WINDOW, MODEL_IDS, WINDOWS, type ModelId, type WindowDays } from './models.js';
 
-const MODEL_IDS = MODELS.map((model) => model.id);
-/** What an explanation shows when the request names no model or window: the issue's own example. */
-export const DEFAULT_MODEL: ModelId = 'linear';
-export const DEFAULT_WINDOW: WindowDays = 30;
 
 const ExplanationQuery = Type.Object(
   {

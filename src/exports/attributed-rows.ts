@@ -1,5 +1,5 @@
-import { creditsSql } from '../attribution/credits-sql.js';
-import { CREDIT_PARTS, CREDIT_SCALE, DAY_MS, UNATTRIBUTED, type ModelId, type WindowDays } from '../attribution/models.js';
+import { CREDIT_PART, creditsSql } from '../attribution/credits-sql.js';
+import { CREDIT_PARTS, DAY_MS, UNATTRIBUTED, type ModelId, type WindowDays } from '../attribution/models.js';
 import { pathsSql } from '../attribution/paths.js';
 
 /*
@@ -112,7 +112,7 @@ export function attributionCtes({ combinations, params, fromInstant, toInstant, 
   const where = (conditions: string[]) => (conditions.length > 0 ? `WHERE ${conditions.join(' AND ')}` : '');
   const combinationKeys = COMBINATION_KEYS.map((key) => `c.${key}`).join(', ');
   const creditBucket = bucketOf('counted.at');
-  const parts = (sum: string, filter = '') => `sum(${sum})${filter} * 0.${'0'.repeat(CREDIT_SCALE - 1)}1`;
+  const parts = (sum: string, filter = '') => `sum(${sum})${filter} * ${CREDIT_PART}`;
   const newVisit = (match: string) =>
     `NOT EXISTS (SELECT FROM touchpoints e WHERE e.client_id = $1 AND e.environment = $2 AND e.type = 'visit' AND ${match}
                    AND (e.occurred_at, e.touchpoint_id) < (t.occurred_at, t.touchpoint_id))`;

@@ -1,5 +1,5 @@
 import { Value } from 'typebox/value';
-import { MODELS, type ModelId, type WindowDays } from '../attribution/models.js';
+import { DEFAULT_MODEL, DEFAULT_WINDOW, MODEL_IDS, type ModelId, type WindowDays } from '../attribution/models.js';
 import type { ErrorItem } from '../http/errors.js';
 import { METRICS, isAttributionMetric, isOrderMetric } from './catalog.js';
 import { PeriodError, resolvePeriod } from './period.js';
@@ -7,8 +7,7 @@ import { DIMENSION_COLUMNS, type AccountingMode, type AttributionCombination, ty
 import { ExportRequest } from './schema.js';
 
 /** What an export asks for when it asks for attribution metrics and leaves out a list of attribution_options. */
-export const ATTRIBUTION_DEFAULTS = { model: 'linear' as ModelId, windowDays: 30 as WindowDays, accountingMode: 'cash' as AccountingMode };
-const MODEL_IDS: readonly string[] = MODELS.map((model) => model.id);
+export const ATTRIBUTION_DEFAULTS = { model: DEFAULT_MODEL, windowDays: DEFAULT_WINDOW, accountingMode: 'cash' as AccountingMode };
 /** The distinct values of a list, in the order first given. */
 const distinct = <T>(values: readonly T[]) => [...new Set(values)];
 
@@ -90,7 +89,7 @@ export function planExport(request: ExportRequest, timeZone: string, now: Date):
 
   const { attribution_models = [], attribution_windows = [], accounting_modes = [] } = attribution_options;
   attribution_models.forEach((model, index) => {
-    if (!MODEL_IDS.includes(model)) {
+    if (!(MODEL_IDS as readonly string[]).includes(model)) {
       problems.push({
         loc: `body/attribution_options/attribution_models/${index}`,
         msg: `Unknown attribution model ${model}: GET /v1/exports/attribution-models lists them`,
