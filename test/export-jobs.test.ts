@@ -148,6 +148,41 @@ test('stopping a worker hands the jobs in hand back, untouched', async () => {
   await jobs.finish(again!, { status: 'SUCCESS', files: [] });
 });
 
+test('a job claimed while the worker was stopping is handed back, untouched, and the worker stops', { timeout: 20_000 }, async () => {
+  const tenant = await newTenant();
+  const [id] = await createJobs(tenant, 1);
+  let claiming!: () => void;
+  const inClaim = new Promise<void>((resolve) => (claiming = resolve));
+  let finishClaim!: () => void;
+  const claimMayFinish = new Promise<void>((resolve) => (finishClaim = resolve));
+  const stopped = startExportWorker({
+    jobs: {
+      ...jobs,
+      claim: async (...args) => {
+        claiming();
+        await claimMayFinish;
+        return jobs.claim(...args);
+      },
+    },
+    concurrency: 1,
+    leaseSeconds: 30,
+    maxRunningPerClient: MAX_RUNNING,
+    pollMs: 10,
+    maxAttempts: 3,
+    produce: (_job, signal) => new Promise((_, reject) => signal.addEventListener('abort', () => reject(new Error('aborted')))),
+  });
+  await inClaim;
+  const stopping = stopped.stop();
+  finishClaim();
+  await stopping;
+  const job = await jobs.find(tenant, id!);
+  assert.equal(job?.status, 'PENDING');
+  assert.equal(job?.attempts, 0);
+  const again = await claim(30);
+  assert.equal(again?.export_id, id, 'another worker can take it at once');
+  await jobs.finish(again!, { status: 'SUCCESS', files: [] });
+});
+
 test('a worker that lost its lease stops its run and cannot finish the job', async () => {
   const tenant = await newTenant();
   const [id] = await createJobs(tenant, 1);

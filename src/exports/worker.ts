@@ -119,7 +119,10 @@ export function startExportWorker(options: ExportWorkerOptions): ExportWorker {
     while (!stopping.signal.aborted) {
       try {
         const job = await jobs.claim(leaseSeconds, maxRunningPerClient, [...running]);
-        if (job) await run(job);
+        // A claim that was under way when the worker stopped: its job goes back untouched, as
+        // the run's abort listener would never be called on a signal already aborted.
+        if (job && stopping.signal.aborted) await jobs.release(job);
+        else if (job) await run(job);
         else await idle();
       } catch (error) {
         // The database is unreachable, say: wait, then try again.
