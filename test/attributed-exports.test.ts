@@ -160,6 +160,25 @@ test('defaults: attribution metrics without options are linear, 30 days, cash; D
   ]);
 });
 
+test("newVisits: a visit is new when it is its visitor's first visit ever, whether the earlier one is in the period or before it", async () => {
+  const client = await service.createClient();
+  const at = (day: string, hour: number) => `2024-${day}T${String(hour).padStart(2, '0')}:00:00Z`;
+  await send(client, '/v1/touchpoints', [
+    { touchpoint_id: 'known before', occurred_at: at('02-10', 12), visitor_id: 'v-known' },
+    { touchpoint_id: 'known again', occurred_at: at('03-01', 12), visitor_id: 'v-known' },
+    { touchpoint_id: 'first', occurred_at: at('03-01', 13), visitor_id: 'v-new' },
+    { touchpoint_id: 'second', occurred_at: at('03-01', 14), visitor_id: 'v-new' },
+    // Without a visitor, a touchpoint is its customer's; a view is no visit.
+    { touchpoint_id: 'customer before', occurred_at: at('02-11', 12), customer_id: 'c-known' },
+    { touchpoint_id: 'customer again', occurred_at: at('03-01', 15), customer_id: 'c-known' },
+    { touchpoint_id: 'customer first', occurred_at: at('03-01', 16), customer_id: 'c-new' },
+    { touchpoint_id: 'a view', occurred_at: at('02-12', 12), visitor_id: 'v-viewed', type: 'view', platform_name: 'meta', campaign_id: 'x' },
+    { touchpoint_id: 'first visit after a view', occurred_at: at('03-01', 17), visitor_id: 'v-viewed' },
+  ]);
+  const rows = await exportRows(client, { ...PERIOD, options: { export_aggregation: 'DATE' }, metrics: [{ id: 'visits', label: 'visits' }, { id: 'newVisits', label: 'new' }] });
+  assert.deepEqual(table(rows, ['date', 'visits', 'new']), ['2024-03-01|6|3']);
+});
+
 test('platform breakdown values keep only the rows they name; remove_zero_spend drops touchpoint-only rows', async () => {
   const client = await scenario();
   const kept = await exportRows(

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, describe, test } from 'node:test';
 import { creditsSql } from '../src/attribution/credits-sql.js';
 import type { ModelId, WindowDays } from '../src/attribution/models.js';
-import { pathsSql } from '../src/attribution/paths.js';
+import { pathsSql, type PathsSpec } from '../src/attribution/paths.js';
 import { minimalOrder, postOrders, startService, type TestApp, type TestClient } from './helpers.js';
 
 /*
@@ -34,8 +34,11 @@ interface Candidate {
   first_order: boolean;
 }
 
+/** Every order of a client, as the period shape of pathsSql selects them. */
+const EVERY_ORDER = { purchasedFrom: "'-infinity'::timestamptz", purchasedBefore: "'infinity'::timestamptz" };
+
 /** The candidates of the client's orders that `orders` selects, as `order/window: touchpoint ids` sorted. */
-async function candidates(client: TestClient, orders: string, params: unknown[], windows: WindowDays[] = [30], environment = 'production') {
+async function candidates(client: TestClient, orders: PathsSpec['orders'], params: unknown[], windows: WindowDays[] = [30], environment = 'production') {
   const rows = await service.db.query<Candidate>(
     `WITH ${pathsSql({ clientId: '$1::uuid', environment: '$2::text', orders, windows })}
      SELECT path_id, order_id, window_days, touchpoint_id, first_order FROM candidates ORDER BY path_id, touchpoint_id`,
@@ -45,7 +48,17 @@ async function candidates(client: TestClient, orders: string, params: unknown[],
   for (const row of rows) (byPath[row.path_id] ??= []).push(row.touchpoint_id);
   return byPath;
 }
-const candidatesOf = (client: TestClient, orderId: string, windows?: WindowDays[]) => candidates(client, 'o.order_id = $3', [orderId], windows);
+
+/**
+ * An order's candidates, found from the order (as its explanation finds them) and among those of
+ * every order's period (as exports find them): the two ways must agree.
+ */
+async function candidatesOf(client: TestClient, orderId: string, windows?: WindowDays[]) {
+  const fromOrder = await candidates(client, { orderId: '$3' }, [orderId], windows);
+  const ofPeriod = Object.entries(await candidates(client, EVERY_ORDER, [], windows)).filter(([pathId]) => pathId.startsWith(`${orderId}/`));
+  assert.deepEqual(Object.fromEntries(ofPeriod), fromOrder, "the period's candidates of the order are those found from the order");
+  return fromOrder;
+}
 
 describe('the candidates of an order', () => {
   test('touchpoints sent with its customer_id, within the largest window, ends included', async () => {
@@ -114,7 +127,7 @@ describe('the candidates of an order', () => {
     assert.deepEqual(await candidatesOf(client, 'o1'), {});
     assert.deepEqual(
       (await service.db.query<{ first_order: boolean }>(
-        `WITH ${pathsSql({ clientId: '$1::uuid', environment: '$2::text', orders: 'true', windows: [30] })} SELECT first_order FROM paths`,
+        `WITH ${pathsSql({ clientId: '$1::uuid', environment: '$2::text', orders: EVERY_ORDER, windows: [30] })} SELECT first_order FROM paths`,
         [client.client_id, 'production'],
       )).map((row) => row.first_order),
       [true],
@@ -133,7 +146,7 @@ describe('paths', () => {
       order('y', 'c2'),
     ]);
     const rows = await service.db.query<{ order_id: string; first_order: boolean }>(
-      `WITH ${pathsSql({ clientId: '$1::uuid', environment: '$2::text', orders: 'o.time_of_purchase >= $3', windows: [7, 30] })}
+      `WITH ${pathsSql({ clientId: '$1::uuid', environment: '$2::text', orders: { purchasedFrom: '$3::timestamptz', purchasedBefore: "'infinity'::timestamptz" }, windows: [7, 30] })}
        SELECT order_id, window_days, first_order FROM paths ORDER BY order_id, window_days`,
       [client.client_id, 'production', before(10)],
     );
@@ -164,7 +177,7 @@ describe('paths', () => {
     ]);
     const models: ModelId[] = ['linear', 'last_touch_non_direct'];
     const rows = await service.db.query<{ model: string; path_id: string; touchpoint_id: string | null; campaign_id: string | null; credit: string | null }>(
-      `WITH ${pathsSql({ clientId: '$1::uuid', environment: '$2::text', orders: 'true', windows: [7, 30] })}
+      `WITH ${pathsSql({ clientId: '$1::uuid', environment: '$2::text', orders: EVERY_ORDER, windows: [7, 30] })}
        SELECT m.model, p.path_id, c.touchpoint_id, c.campaign_id, (c.credit_parts * p.purchase_total * 0.000000001)::text AS credit
          FROM paths p
         CROSS JOIN unnest($3::text[]) AS m (model)
