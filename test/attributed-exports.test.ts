@@ -179,6 +179,33 @@ test("newVisits: a visit is new when it is its visitor's first visit ever, wheth
   assert.deepEqual(table(rows, ['date', 'visits', 'new']), ['2024-03-01|6|3']);
 });
 
+test("HOURLY, ids beside names, and the account breakdown: a touchpoint's object takes the account of its spend", async () => {
+  const client = await service.createClient();
+  await send(client, '/v1/spend_hourly', [{ ...spend('2024-03-01T10:00:00Z', 'spring', 10), platform_account_id: 'act_1' }]);
+  await send(client, '/v1/touchpoints', [
+    touch('t1', '2024-03-01T09:30:00Z', 'a', { platform_name: 'meta', campaign_id: 'spring' }),
+    touch('t2', '2024-03-01T09:45:00Z', 'b', { platform_name: 'google', campaign_id: 'search' }),
+  ]);
+  await send(client, '/v2/orders', [order('a-1', 'a', '2024-03-01T10:15:00Z', 50), order('b-1', 'b', '2024-03-01T10:20:00Z', 20)]);
+  const rows = await exportRows(client, {
+    period_type: 'FIXED',
+    period_options: { period_starting_at: '2024-03-01T00:00:00Z', period_ending_at: '2024-03-02T00:00:00Z' },
+    level: 'campaign',
+    time_granularity: 'HOURLY',
+    breakdowns: [{ key: 'account', values: [] }],
+    options: { include_ids: true },
+    attribution_options: { attribution_models: ['last_touch'], attribution_windows: ['1'], accounting_modes: ['cash'] },
+    metrics: ['spend', 'rev', 'visits'].map((id) => ({ id, label: id })),
+  });
+  // google has no spend, so no account: its row is named by its ids.
+  assert.deepEqual(table(rows, ['date', 'platform', 'account', 'campaign', 'campaign_id', 'currency', 'spend', 'rev', 'visits']), [
+    '2024-03-01T09:00:00+00:00|google||search|search||0|0.000000|1',
+    '2024-03-01T09:00:00+00:00|meta|act_1|spring name|spring||0|0.000000|1',
+    '2024-03-01T10:00:00+00:00|google||search|search|USD|0|20.000000|0',
+    '2024-03-01T10:00:00+00:00|meta|act_1|spring name|spring|USD|10|50.000000|0',
+  ]);
+});
+
 test('platform breakdown values keep only the rows they name; remove_zero_spend drops touchpoint-only rows', async () => {
   const client = await scenario();
   const kept = await exportRows(

@@ -61,9 +61,24 @@ export function attributionMetrics(ratio: (numerator: string, denominator: strin
   ];
 }
 
+const AD_COLUMNS = ['platform_name', 'platform_account_id', 'campaign_id', 'adset_id', 'ad_id'];
 /** A touchpoint's ad object in spend's columns: a touchpoint with no platform is its channel's. */
 const AD_OBJECT_OF_TOUCHPOINT = `CASE WHEN platform_name = '' THEN channel ELSE platform_name END AS platform_name,
-  ${['platform_account_id', 'campaign_id', 'adset_id', 'ad_id'].map((key) => `CASE WHEN platform_name = '' THEN '' ELSE ${key} END AS ${key}`).join(', ')}`;
+  ${AD_COLUMNS.slice(1).map((key) => `CASE WHEN platform_name = '' THEN '' ELSE ${key} END AS ${key}`).join(', ')}`;
+
+/**
+ * Touchpoints seldom know the ad account, which spend always names. Under the account breakdown,
+ * `relation` (its `columns` and the ad-object columns) with each empty account replaced by the
+ * account of the object's spend in the period (`object_accounts`), when that spend has one only;
+ * so that an object's credits and visits are on the row of its spend.
+ */
+function withObjectAccounts(relation: string, columns: string[], objectKeys: string[]): string {
+  const adColumns = AD_COLUMNS.map((key) =>
+    key === 'platform_account_id' ? `coalesce(nullif(r.platform_account_id, ''), a.platform_account_id, '') AS platform_account_id` : `r.${key}`,
+  );
+  return `(SELECT ${[...columns.map((column) => `r.${column}`), ...adColumns].join(', ')}
+             FROM ${relation} r LEFT JOIN object_accounts a ON ${objectKeys.map((key) => `a.${key} = r.${key}`).join(' AND ')})`;
+}
 
 /** When a credit counts: cash at its order's purchase; accrual at its touchpoint, an unattributed order's at its purchase. */
 const COUNTED_AT: Record<AccountingMode, string> = { cash: 'time_of_purchase', accrual: 'coalesce(occurred_at, time_of_purchase)' };
@@ -91,6 +106,9 @@ export interface AttributionSqlContext {
  * period; accrual mode each credit in the bucket of its touchpoint, for touchpoints in the
  * period, whose orders may be placed up to the largest window after it. An unattributed order
  * is counted in the bucket of its purchase, in the period, in both modes.
+ *
+ * They follow the export's `records` (its spend), which name the accounts of objects under the
+ * account breakdown (`object_accounts`).
  */
 export function attributionCtes({ combinations, params, fromInstant, toInstant, bucketOf, keys, kept }: AttributionSqlContext): string[] {
   const models = [...new Set(combinations.map((combination) => combination.model))];
@@ -109,6 +127,9 @@ export function attributionCtes({ combinations, params, fromInstant, toInstant, 
     purchasedBefore: accrual ? `${toInstant} + ${Math.max(...windows)} * interval '${DAY_MS} milliseconds'` : toInstant,
   };
   const CREDIT_COLUMNS = 'path_id, window_days, time_of_purchase, occurred_at, purchase_total, currency, first_order, credit_parts';
+  const objectKeys = keys.filter((key) => key !== 'platform_account_id');
+  const accounted = (relation: string, columns: string[]) =>
+    keys.includes('platform_account_id') ? withObjectAccounts(relation, columns, objectKeys) : relation;
   // Each model's credits in a relation of its own: its paths without credits are found by hashing its path ids alone.
   const credited = models.map(
     (model) => `credited_${model} AS (SELECT ${CREDIT_COLUMNS}, ${AD_OBJECT_OF_TOUCHPOINT} FROM (${creditsSql('candidates', model)}) AS credited)`,
@@ -137,10 +158,17 @@ export function attributionCtes({ combinations, params, fromInstant, toInstant, 
              ${parts('credit_parts * purchase_total')} AS rev, ${parts('credit_parts')} AS txns,
              coalesce(${parts('credit_parts * purchase_total', ' FILTER (WHERE first_order)')}, 0) AS rev_ft,
              coalesce(${parts('credit_parts', ' FILTER (WHERE first_order)')}, 0) AS txns_ft
-        FROM order_credits ${where([inPeriod(at), ...kept])}
+        FROM ${accounted('order_credits', ['model', ...CREDIT_COLUMNS.split(', ')])} AS k ${where([inPeriod(at), ...kept])}
        GROUP BY model, window_days, ${bucketOf(at)}${keyList}, currency`;
   };
   return [
+    ...(keys.includes('platform_account_id')
+      ? [
+          `object_accounts AS (
+      SELECT ${objectKeys.join(', ')}, min(platform_account_id) AS platform_account_id FROM records
+       GROUP BY ${objectKeys.join(', ')} HAVING count(DISTINCT platform_account_id) = 1)`,
+        ]
+      : []),
     `combinations AS (
       SELECT * FROM unnest(${combinationsParams.join(', ')}) WITH ORDINALITY AS c (${ATTRIBUTION_COLUMNS.join(', ')}, combination))`,
     // Paths are built in a WITH of their own, whose names cannot meet the export's.
@@ -156,10 +184,13 @@ export function attributionCtes({ combinations, params, fromInstant, toInstant, 
         JOIN combinations c ON c.attribution_model = k.model AND c.attribution_window = k.window_days AND c.accounting_mode = k.mode)`,
     `visit_totals AS (
       SELECT ${bucketOf('occurred_at')} AS bucket${keyList}, count(*) AS visits, count(*) FILTER (WHERE new_visit) AS new_visits
-        FROM (SELECT t.occurred_at, ${AD_OBJECT_OF_TOUCHPOINT}, ${newVisit} AS new_visit
-                FROM (SELECT *, row_number() OVER (PARTITION BY ${VISITOR} ORDER BY t.occurred_at, t.touchpoint_id) AS visit_rank
-                        FROM touchpoints t
-                       WHERE t.client_id = $1 AND t.environment = $2 AND t.type = 'visit' AND ${inPeriod('t.occurred_at')}) AS t) AS v
+        FROM ${accounted(
+          `(SELECT t.occurred_at, ${AD_OBJECT_OF_TOUCHPOINT}, ${newVisit} AS new_visit
+              FROM (SELECT *, row_number() OVER (PARTITION BY ${VISITOR} ORDER BY t.occurred_at, t.touchpoint_id) AS visit_rank
+                      FROM touchpoints t
+                     WHERE t.client_id = $1 AND t.environment = $2 AND t.type = 'visit' AND ${inPeriod('t.occurred_at')}) AS t)`,
+          ['occurred_at', 'new_visit'],
+        )} AS v
        ${where(kept)}
        GROUP BY 1${keyList})`,
   ];
