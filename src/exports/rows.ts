@@ -330,9 +330,11 @@ function orderTotals(fromInstant: string, toInstant: string, bucketOf: (instant:
  * hashes hundreds of thousands of path rows in a dozen steps: with PostgreSQL's default 4 MB a step
  * they spilled to disk, and one hash split into 32,768 batches (the 30-day dashboard query of
  * bench/attribution.ts took 22 s, against 14 s with 64 MB). JIT compilation of a statement this
- * large cost 2.5 s more of it, for no gain at this size.
+ * large cost 2.5 s more of it, for no gain at this size. Exports read the statement through a
+ * cursor, for which PostgreSQL plans to fetch a tenth of the rows quickly by default: every row is
+ * read, so it plans for all of them.
  */
-export const ROWS_TRANSACTION_SETTINGS = ["SET LOCAL work_mem = '64MB'", 'SET LOCAL jit = off'];
+export const ROWS_TRANSACTION_SETTINGS = ["SET LOCAL work_mem = '64MB'", 'SET LOCAL jit = off', 'SET LOCAL cursor_tuple_fraction = 1'];
 
 /** A column of an export's output: the statement's column it is read from, and its header. */
 export interface OutputColumn {
