@@ -77,6 +77,18 @@ test('touchpoints and links sent after the order count; an order link counts onc
   assert.deepEqual(await path(client, 'o1', 'last_touch', 14), [['a', 0, 0], ['b', 0, 0], ['c', 1, 99.99]]);
 });
 
+test("a customer id as long as orders take (4,096 characters) is linked by touchpoints and identities alike", async () => {
+  const client = await service.createClient();
+  const customer = 'c'.repeat(4096);
+  await sendOrders(client, [order('o1', customer)]);
+  await send(client, '/v1/identities', [{ visitor_id: 'v1', customer_id: customer }]);
+  await send(client, '/v1/touchpoints', [
+    { touchpoint_id: 'own', occurred_at: at(DAY_MS), customer_id: customer },
+    { touchpoint_id: 'linked', occurred_at: at(HOUR_MS), visitor_id: 'v1' },
+  ]);
+  assert.deepEqual(await path(client, 'o1', 'linear', 30), [['own', 0.5, 49.995], ['linked', 0.5, 49.995]]);
+});
+
 describe('one order explained, every model', async () => {
   const client = await service.createClient();
   await seed(client);

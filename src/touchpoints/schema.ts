@@ -1,6 +1,6 @@
 import { Type, type Static } from 'typebox';
 import { PageQuery, pageOf } from '../http/pagination.js';
-import { DateTime, Identifier, MAX_TEXT_LENGTH } from '../http/schemas.js';
+import { DateTime, Identifier, MAX_TEXT_LENGTH, NonEmptyString } from '../http/schemas.js';
 import { AD_FIELDS, CHANNELS, CLICK_ID_FIELDS, CLICK_ID_PLATFORMS, MAX_CLICK_ID_LENGTH, MAX_UTM_LENGTH, UTM_FIELDS } from './derive.js';
 
 export const MAX_TOUCHPOINTS_PER_REQUEST = 1000;
@@ -43,7 +43,7 @@ export const Touchpoint = Type.Object(
       }),
     ),
     visitor_id: Type.Optional(Identifier('An anonymous browser or device id.')),
-    customer_id: Type.Optional(Identifier("The shop's own customer id, as in orders.")),
+    customer_id: Type.Optional(NonEmptyString("The shop's own customer id, as in orders (and as long).")),
     landing_url: OrEmpty('The page the visit arrived on; its query holds UTMs and click ids.', MAX_TEXT_LENGTH),
     referrer: OrEmpty('The page the visit came from (an absolute URL).', MAX_TEXT_LENGTH),
     ...utmProperties,
@@ -80,7 +80,7 @@ export const UpsertResult = Type.Object({
 export const TouchpointListQuery = Type.Object(
   {
     visitor_id: Type.Optional(Identifier("The visitor's touchpoints.")),
-    customer_id: Type.Optional(Identifier("The customer's touchpoints: its own, and those of the visitors linked to it.")),
+    customer_id: Type.Optional(NonEmptyString("The customer's touchpoints: its own, and those of the visitors linked to it.")),
     start: Type.Optional(DateTime('Earliest occurred_at, inclusive.')),
     end: Type.Optional(DateTime('Latest occurred_at, inclusive.')),
     ...PageQuery.properties,
@@ -113,7 +113,7 @@ export const TouchpointPage = pageOf(StoredTouchpoint);
 export const Identity = Type.Object(
   {
     visitor_id: Identifier('The anonymous visitor.'),
-    customer_id: Type.Optional(Identifier('The customer the visitor is (a login, an identify call).')),
+    customer_id: Type.Optional(NonEmptyString('The customer the visitor is (a login, an identify call).')),
     order_id: Type.Optional(Identifier("An order the visitor placed: the visitor is that order's customer, once the order exists.")),
   },
   {
