@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, describe, test } from 'node:test';
+import fc from 'fast-check';
 import { creditsSql } from '../src/attribution/credits-sql.js';
 import type { ModelId, WindowDays } from '../src/attribution/models.js';
 import { pathsSql, type PathsSpec } from '../src/attribution/paths.js';
@@ -134,6 +135,40 @@ describe('the candidates of an order', () => {
       "the others' earlier order of c1 does not make o1 a returning customer's",
     );
   });
+});
+
+test('property: for random orders, touchpoints and links, the period finds the candidates each order finds', async () => {
+  const generated = fc.record({
+    orders: fc.array(fc.record({ customer: fc.nat(3), hoursBefore: fc.integer({ min: -48, max: 24 * 40 }) }), { minLength: 1, maxLength: 6 }),
+    links: fc.array(fc.record({ visitor: fc.nat(4), customer: fc.option(fc.nat(3), { freq: 2 }), order: fc.nat(7) }), { maxLength: 6 }),
+    touchpoints: fc.array(
+      fc.record({ visitor: fc.option(fc.nat(4), { freq: 4 }), customer: fc.option(fc.nat(3), { freq: 2 }), hoursBefore: fc.integer({ min: -48, max: 24 * 70 }), view: fc.boolean() }),
+      { maxLength: 12 },
+    ),
+  });
+  await fc.assert(
+    fc.asyncProperty(generated, async ({ orders, links, touchpoints }) => {
+      const client = await service.createClient();
+      await sendOrders(client, orders.map((o, n) => order(`o${n}`, `c${o.customer}`, { time_of_purchase: before(o.hoursBefore) })));
+      // A link through an order may name one that does not exist (o6, o7 mostly).
+      const identities = [...new Map(links.map((l) => [l.visitor, l])).values()].map((l) =>
+        l.customer === null ? { visitor_id: `v${l.visitor}`, order_id: `o${l.order}` } : { visitor_id: `v${l.visitor}`, customer_id: `c${l.customer}` },
+      );
+      if (identities.length > 0) await send(client, '/v1/identities', identities);
+      const sent = touchpoints
+        .map((t, n) => ({
+          touchpoint_id: `t${n}`,
+          occurred_at: before(t.hoursBefore),
+          ...(t.visitor === null ? {} : { visitor_id: `v${t.visitor}` }),
+          ...(t.customer === null ? {} : { customer_id: `c${t.customer}` }),
+          ...(t.view ? { type: 'view' } : {}),
+        }))
+        .filter((t) => 'visitor_id' in t || 'customer_id' in t);
+      if (sent.length > 0) await send(client, '/v1/touchpoints', sent);
+      for (let n = 0; n < orders.length; n++) await candidatesOf(client, `o${n}`, [1, 30, 90]);
+    }),
+    { numRuns: 25 },
+  );
 });
 
 describe('paths', () => {
