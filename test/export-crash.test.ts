@@ -78,7 +78,7 @@ test('a worker process killed in the middle of an export leaves it to another, w
       assert.equal(job.status, 'SUCCESS', JSON.stringify(job.warn));
       assert.equal(job.attempts, 2, 'claimed again once the dead worker\'s lease ran out');
       const csv = fs.readFileSync(path.join(store.env.DATA_DIR!, 'exports', exportId, job.files[0]!), 'utf8');
-      assert.equal(csv, 'date,platform,currency,Spend,CPC\r\n2024-03-01,meta,USD,12.5,3.125000\r\n');
+      assert.equal(csv, 'date,platform,currency,spend,cpc\r\n2024-03-01,meta,USD,12.5,3.125000\r\n');
     } finally {
       second.kill('SIGTERM');
       await once(second, 'exit');

@@ -19,7 +19,7 @@ function problemsOf(request: ExportRequest): [string, string][] {
   return planned.problems.map(({ loc, type }) => [loc, type]);
 }
 
-test('the defaults: the last 7 whole local days, daily rows of platforms, spend metrics under their labels', () => {
+test('the defaults: the last 7 whole local days, daily rows of platforms, spend metrics headed by their ids', () => {
   assert.deepEqual(planOf({ metrics: [{ id: 'spend' }, { id: 'cpc' }] }), {
     timeZone: NEW_YORK,
     period: { kind: 'days', from: '2024-03-03', to: '2024-03-10' },
@@ -31,8 +31,8 @@ test('the defaults: the last 7 whole local days, daily rows of platforms, spend 
     removeZeroSpend: false,
     withOrders: false,
     metrics: [
-      { id: 'spend', label: 'Spend' },
-      { id: 'cpc', label: 'CPC' },
+      { id: 'spend', label: 'spend' },
+      { id: 'cpc', label: 'cpc' },
     ],
     attribution: [],
     escapeFormulas: true,
@@ -87,8 +87,8 @@ test('DATE aggregation sums over the ad objects: no level, ids or kind, each nam
   assert.equal(plan.withOrders, true);
   assert.deepEqual(plan.breakdowns, [{ key: 'account', values: ['act1'] }]);
   assert.deepEqual(plan.metrics, [
-    { id: 'spend', label: 'Spend' },
-    { id: 'revenue', label: 'Revenue' },
+    { id: 'spend', label: 'spend' },
+    { id: 'revenue', label: 'revenue' },
     { id: 'mer', label: 'MER' },
   ]);
   assert.deepEqual(plan.ignored, [
@@ -129,11 +129,11 @@ test('options that cannot apply are named in ignored, in the order of the reques
 
 test('a label may repeat neither another label nor a dimension column', () => {
   assert.deepEqual(problemsOf({ metrics: [{ id: 'spend', label: 'campaign_id' }] }), [['body/metrics/0/label', 'unique']]);
-  // Clicks' own label is Clicks: a label of another metric may not take it.
-  assert.deepEqual(problemsOf({ metrics: [{ id: 'clicks' }, { id: 'cpc', label: 'Clicks' }] }), [['body/metrics/1/label', 'unique']]);
-  assert.deepEqual(planOf({ metrics: [{ id: 'clicks', label: 'Spend' }, { id: 'spend', label: 'Clicks' }] }).metrics, [
-    { id: 'clicks', label: 'Spend' },
-    { id: 'spend', label: 'Clicks' },
+  // A metric without a label is headed by its id: a label of another metric may not take it.
+  assert.deepEqual(problemsOf({ metrics: [{ id: 'clicks' }, { id: 'cpc', label: 'clicks' }] }), [['body/metrics/1/label', 'unique']]);
+  assert.deepEqual(planOf({ metrics: [{ id: 'clicks', label: 'spend' }, { id: 'spend', label: 'clicks' }] }).metrics, [
+    { id: 'clicks', label: 'spend' },
+    { id: 'spend', label: 'clicks' },
   ]);
 });
 

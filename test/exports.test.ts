@@ -210,7 +210,7 @@ test('an export goes PENDING to SUCCESS, and its links download CSV files withou
     assert.equal(file.statusCode, 200, file.body);
     assert.match(String(file.headers['content-type']), /^text\/csv/);
   }
-  const header = 'date,platform,campaign,campaign_id,currency,Spend,Clicks_total,CPC';
+  const header = 'date,platform,campaign,campaign_id,currency,spend,Clicks_total,cpc';
   assert.equal(
     files[0]!.body,
     [
@@ -227,7 +227,7 @@ test('an export goes PENDING to SUCCESS, and its links download CSV files withou
 test('remove_zero_spend and export_aggregation DATE shape the rows', async () => {
   const client = await clientWithSpend();
   const { lines } = await exportCsv(client, { ...FIXED_MARCH, options: { remove_zero_spend: true, export_aggregation: 'DATE' }, metrics: [{ id: 'spend' }] });
-  assert.deepEqual(lines, ['date,currency,Spend', '2024-03-01,USD,3.25', '2024-03-02,USD,4', '2024-03-04,USD,1']);
+  assert.deepEqual(lines, ['date,currency,spend', '2024-03-01,USD,3.25', '2024-03-02,USD,4', '2024-03-04,USD,1']);
 });
 
 test('results are per client and environment: another client, or UAT, gets 404; a malformed id is 422', async () => {
@@ -253,7 +253,7 @@ test('a UAT export sees only UAT data', async () => {
   const uat = await exportCsv(client, { ...FIXED_MARCH, options: { export_aggregation: 'DATE' }, metrics: [{ id: 'spend' }] }, service.uat);
   assert.deepEqual(uat.lines.slice(1).map((row) => row.split(',')[0]), ['2024-03-01', '2024-03-02', '2024-03-03', '2024-03-04'], 'the UAT spend');
   const production = await exportCsv(client, { ...FIXED_MARCH, metrics: [{ id: 'spend' }] });
-  assert.deepEqual(production.lines, ['date,platform,currency,Spend'], 'no production spend');
+  assert.deepEqual(production.lines, ['date,platform,currency,spend'], 'no production spend');
 });
 
 test('links stop working when altered or expired', async () => {
@@ -362,7 +362,7 @@ test('options that cannot apply are accepted and named in warn', async () => {
     'options.include_ids (aggregate_data keeps the platform level, which has no id)',
     'level (aggregate_data keeps the platform level)',
   ]);
-  assert.equal(platforms.lines[0], 'date,platform,currency,Spend');
+  assert.equal(platforms.lines[0], 'date,platform,currency,spend');
 });
 
 test('an export holding several currencies says so in warn', async () => {
@@ -452,7 +452,7 @@ test('order metrics: a store row per day and currency, beside the spend, under e
   // March 4, USD: spend 0 (a record of 0); late-2 99, returning; its refund and late-3 fall on
   //   the 5th, after the period. MER and CAC are empty.
   assert.deepEqual(lines, [
-    'date,currency,Spend,Revenue,Transactions,Average order value,Refunds,Net revenue,New customers,Returning customers,MER,Blended CAC',
+    'date,currency,spend,revenue,transactions,aov,refunds,net_revenue,new_customers,returning_customers,MER,blended_cac',
     '2024-03-01,USD,25,90.25,3,30.083333,0,90.25,1,1,3.610000,25.000000',
     '2024-03-02,EUR,0,80,1,80.000000,0,80,1,0,,0.000000',
     '2024-03-02,USD,8,12,1,12.000000,5.25,6.75,1,0,1.500000,8.000000',
@@ -480,7 +480,7 @@ test('aggregate_data with order metrics: platform rows of spend, then store rows
     '2024-03-04,,store,USD,0,99,',
     '2024-03-04,meta,platform,USD,0,,',
   ];
-  assert.deepEqual(lines, ['date,platform,kind,currency,Spend,Revenue,MER (blended ROAS)', ...rows]);
+  assert.deepEqual(lines, ['date,platform,kind,currency,spend,revenue,mer', ...rows]);
 
   // remove_zero_spend leaves out store rows of no spend too, whatever their revenue.
   const nonZero = await exportCsv(client, { ...request, options: { ...request.options, remove_zero_spend: true } });
@@ -490,7 +490,7 @@ test('aggregate_data with order metrics: platform rows of spend, then store rows
   // Without order metrics, there is no store row.
   const spendOnly = await exportCsv(client, { ...request, metrics: [{ id: 'spend' }, { id: 'clicks' }] });
   assert.deepEqual(spendOnly.lines, [
-    'date,platform,kind,currency,Spend,Clicks',
+    'date,platform,kind,currency,spend,clicks',
     '2024-03-01,google,platform,USD,5,10',
     '2024-03-01,meta,platform,USD,20,10',
     '2024-03-02,google,platform,USD,8,10',
@@ -535,7 +535,7 @@ test('breakdowns split the rows of ad objects by platform and account, and value
   });
   assert.deepEqual(metaOnly.warn.ignored, ['options.include_kind_and_platform (export_aggregation DATE sums over the ad objects)']);
   assert.deepEqual(metaOnly.lines, [
-    'date,platform,currency,Spend,Revenue',
+    'date,platform,currency,spend,revenue',
     '2024-03-01,,USD,25,90.25',
     '2024-03-01,meta,USD,20,',
     '2024-03-02,,EUR,0,80',
@@ -557,7 +557,7 @@ test('breakdowns split the rows of ad objects by platform and account, and value
     metrics: [{ id: 'spend' }],
   });
   assert.deepEqual(both.lines, [
-    'date,platform,account,currency,Spend',
+    'date,platform,account,currency,spend',
     '2024-03-01,google,g-1,USD,5',
     '2024-03-01,meta,act_1,USD,20',
     '2024-03-02,google,g-1,USD,8',
@@ -572,7 +572,7 @@ test('breakdowns split the rows of ad objects by platform and account, and value
     metrics: [{ id: 'spend' }, { id: 'cpc' }],
   });
   assert.deepEqual(accounts.lines, [
-    'date,platform,account,currency,Spend,CPC',
+    'date,platform,account,currency,spend,cpc',
     '2024-03-01,google,g-1,USD,5,0.500000',
     '2024-03-02,google,g-1,USD,8,0.800000',
     '2024-03-03,meta,act_2,USD,4,0.400000',
@@ -600,7 +600,7 @@ test('order metrics count days in the client\'s time zone', async () => {
   });
   // March 2 has the refund alone: no order, so an empty AOV, and a negative net revenue.
   assert.deepEqual(daily.lines, [
-    'date,currency,Spend,Revenue,Transactions,Average order value,Refunds,Net revenue,New customers',
+    'date,currency,spend,revenue,transactions,aov,refunds,net_revenue,new_customers',
     '2024-03-01,USD,3,40,1,40.000000,0,40,1',
     '2024-03-02,USD,0,0,0,,7,-7,0',
   ]);
@@ -611,7 +611,7 @@ test('order metrics count days in the client\'s time zone', async () => {
     metrics: [{ id: 'spend' }, { id: 'revenue' }, { id: 'refunds' }],
   });
   assert.deepEqual(hourly.lines, [
-    'date,currency,Spend,Revenue,Refunds',
+    'date,currency,spend,revenue,refunds',
     '2024-03-01T22:00:00-05:00,USD,0,40,0',
     '2024-03-01T23:00:00-05:00,USD,3,0,0',
     '2024-03-02T00:00:00-05:00,USD,0,0,7',

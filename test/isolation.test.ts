@@ -365,7 +365,7 @@ const WRITES: Probe[] = [
       assert.equal(outcome.status, 'SUCCESS', JSON.stringify(outcome));
       assert.deepEqual(
         outcome.files.flatMap((file) => file.lines),
-        ['date,platform,account,currency,Spend,Revenue,Transactions', '2024-03-08,,,USD,1.5,24.75,2', `2024-03-08,meta,${world.ids.account},USD,1.5,,`, ''],
+        ['date,platform,account,currency,spend,revenue,transactions', '2024-03-08,,,USD,1.5,24.75,2', `2024-03-08,meta,${world.ids.account},USD,1.5,,`, ''],
       );
       return outcome;
     },

@@ -549,7 +549,7 @@ test(
   },
 );
 
-/** The sums per platform and currency of an export CSV (date, platform, currency, Spend, Impressions, Clicks). */
+/** The sums per platform and currency of an export CSV (date, platform, currency, spend, impressions, clicks). */
 function csvTotals(csv: string) {
   const [header, ...rows] = csv.split('\r\n').filter((line) => line.length > 0);
   const columns = header!.split(',');
@@ -565,9 +565,9 @@ function csvTotals(csv: string) {
       return {
         platform: at(row, 'platform'),
         currency: at(row, 'currency'),
-        spend: Number(at(row, 'Spend')),
-        impressions: Number(at(row, 'Impressions')),
-        clicks: Number(at(row, 'Clicks')),
+        spend: Number(at(row, 'spend')),
+        impressions: Number(at(row, 'impressions')),
+        clicks: Number(at(row, 'clicks')),
       };
     })
     .sort((a, b) => (a.platform + a.currency < b.platform + b.currency ? -1 : 1));

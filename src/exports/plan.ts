@@ -1,7 +1,7 @@
 import { Value } from 'typebox/value';
 import { DEFAULT_MODEL, DEFAULT_WINDOW, MODEL_IDS, type ModelId, type WindowDays } from '../attribution/models.js';
 import type { ErrorItem } from '../http/errors.js';
-import { METRICS, isAttributionMetric, isOrderMetric } from './catalog.js';
+import { isAttributionMetric, isOrderMetric } from './catalog.js';
 import { PeriodError, resolvePeriod } from './period.js';
 import { DIMENSION_COLUMNS, type AccountingMode, type AttributionCombination, type RowsPlan } from './rows.js';
 import { ExportRequest } from './schema.js';
@@ -38,8 +38,6 @@ type Complete = ExportRequest &
  * existed.
  */
 const withDefaults = (request: ExportRequest) => Value.Default(ExportRequest, { ...request, options: { ...request.options } }) as Complete;
-
-const defaultLabel = (id: string) => METRICS.find((metric) => metric.id === id)!.label;
 
 /**
  * The plan of an export request (validated by its schema, as sent or as stored), or the problems
@@ -79,9 +77,10 @@ export function planExport(request: ExportRequest, timeZone: string, now: Date):
   else if (options.aggregate_data && level !== 'platform') ignored.push('level (aggregate_data keeps the platform level)');
 
   // Headers must tell columns apart: a label may repeat neither another nor any dimension column.
+  // A metric without a label is headed by its id: clients read columns by id.
   const headers = new Set(DIMENSION_COLUMNS);
   const labelled = metrics.map((metric, index) => {
-    const label = metric.label ?? defaultLabel(metric.id);
+    const label = metric.label ?? metric.id;
     if (headers.has(label)) problems.push({ loc: `body/metrics/${index}/label`, msg: `Column ${label} is in the export already`, type: 'unique' });
     headers.add(label);
     return { id: metric.id, label };

@@ -93,7 +93,7 @@ export const ExportRequest = Type.Object(
             'x-messages': { enum: 'Unknown metric id: GET /v1/exports/metrics lists them' },
           }),
           label: Type.Optional(
-            Type.String({ pattern: '^[a-zA-Z][a-zA-Z0-9_]+[a-zA-Z0-9]$', maxLength: 100, description: 'Column header; the metric\'s label by default.' }),
+            Type.String({ pattern: '^[a-zA-Z][a-zA-Z0-9_]+[a-zA-Z0-9]$', maxLength: 100, description: 'Column header; the metric id by default, as clients read columns by id.' }),
           ),
         },
         { additionalProperties: false },
