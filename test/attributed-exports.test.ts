@@ -206,6 +206,17 @@ test("HOURLY, ids beside names, and the account breakdown: a touchpoint's object
   ]);
 });
 
+test("the hosted API's metric ids imprs and revAttributed are impressions and rev under their own headers", async () => {
+  const client = await scenario();
+  const rows = await exportRows(client, { ...PERIOD, level: 'campaign', metrics: ['imprs', 'impressions', 'revAttributed', 'rev'].map((id) => ({ id })) });
+  assert.deepEqual(Object.keys(rows[0]!).slice(-4), ['imprs', 'impressions', 'revAttributed', 'rev']);
+  assert.ok(rows.some((row) => row.rev !== '0.000000') && rows.some((row) => row.impressions !== '0'));
+  for (const row of rows) assert.deepEqual([row.imprs, row.revAttributed], [row.impressions, row.rev]);
+  // revAttributed alone makes the export attributed, as rev does.
+  const [attributed] = await exportRows(client, { ...PERIOD, metrics: [{ id: 'revAttributed' }] });
+  assert.equal(attributed!.attribution_model, 'linear');
+});
+
 test('platform breakdown values keep only the rows they name; remove_zero_spend drops touchpoint-only rows', async () => {
   const client = await scenario();
   const kept = await exportRows(

@@ -376,8 +376,10 @@ test('an export holding several currencies says so in warn', async () => {
 test('the catalogs list what an export can hold', async () => {
   const client = await service.createClient();
   const get = (url: string) => service.production.inject({ method: 'GET', url, headers: client.headers }).then((response) => response.json());
-  const { metrics } = await get('/v1/exports/metrics');
-  assert.deepEqual(metrics, [
+  const { metrics } = (await get('/v1/exports/metrics')) as { metrics: { id: string; label: string; definition: string }[] };
+  assert.ok(metrics.every((metric) => metric.definition.length > 0), 'every metric has its definition');
+  assert.deepEqual(metrics.find((metric) => metric.id === 'imprs'), { id: 'imprs', label: 'Impressions', definition: "impressions, under the hosted API's id. Sum of impressions." });
+  assert.deepEqual(metrics.map(({ id, label }) => ({ id, label })), [
     { id: 'spend', label: 'Spend' },
     { id: 'impressions', label: 'Impressions' },
     { id: 'clicks', label: 'Clicks' },
@@ -394,6 +396,8 @@ test('the catalogs list what an export can hold', async () => {
     { id: 'mer', label: 'MER (blended ROAS)' },
     { id: 'blended_cac', label: 'Blended CAC' },
     ...METRICS.filter((metric) => metric.source === 'attribution').map(({ id, label }) => ({ id, label })),
+    { id: 'imprs', label: 'Impressions' },
+    { id: 'revAttributed', label: 'Attributed revenue' },
   ]);
   assert.deepEqual(await get('/v1/exports/attribution-models'), {
     attribution_models: [

@@ -63,9 +63,21 @@ export const METRICS: readonly Metric[] = [
   { id: 'ecpc', label: 'Cost per visit', source: 'attribution', definition: 'spend ÷ visits.' },
 ];
 
-export const METRIC_IDS = METRICS.map((metric) => metric.id);
+/** Ids the hosted API's clients send for metrics of ours: each is its metric under another id. */
+export const METRIC_ALIASES: Readonly<Record<string, string>> = { imprs: 'impressions', revAttributed: 'rev' };
 
-const sourceOf = (id: string) => METRICS.find((metric) => metric.id === id)?.source;
+/** Every metric id an export takes, aliases included, as GET /v1/exports/metrics lists them. */
+export const METRIC_CATALOG: readonly Metric[] = [
+  ...METRICS,
+  ...Object.entries(METRIC_ALIASES).map(([alias, id]): Metric => {
+    const metric = METRICS.find((candidate) => candidate.id === id)!;
+    return { ...metric, id: alias, definition: `${id}, under the hosted API's id. ${metric.definition}` };
+  }),
+];
+
+export const METRIC_IDS = METRIC_CATALOG.map((metric) => metric.id);
+
+const sourceOf = (id: string) => METRIC_CATALOG.find((metric) => metric.id === id)?.source;
 
 /** Whether a metric needs the orders: it describes the whole store, not an ad object. */
 export const isOrderMetric = (id: string) => sourceOf(id) === 'orders' || sourceOf(id) === 'blended';

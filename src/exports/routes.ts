@@ -7,7 +7,7 @@ import { MODELS } from '../attribution/models.js';
 import { ApiError, invalidRequest } from '../http/errors.js';
 import { ErrorEnvelope } from '../http/schemas.js';
 import type { BreakdownCatalog } from './breakdowns.js';
-import { METRICS } from './catalog.js';
+import { METRIC_CATALOG } from './catalog.js';
 import type { ExportJob, ExportJobs } from './jobs.js';
 import type { LinkSigner } from './links.js';
 import { planExport } from './plan.js';
@@ -28,7 +28,7 @@ const ExportResult = Type.Object({
   warn: Type.Record(Type.String(), Type.Unknown(), { description: 'Ignored options, and why an export failed.' }),
 });
 
-const MetricList = Type.Object({ metrics: Type.Array(Type.Object({ id: Type.String(), label: Type.String() })) });
+const MetricList = Type.Object({ metrics: Type.Array(Type.Object({ id: Type.String(), label: Type.String(), definition: Type.String() })) });
 const BreakdownList = Type.Object({
   breakdowns: Type.Array(Type.Object({ key: Type.String(), values: Type.Array(Type.String()) })),
 });
@@ -120,7 +120,7 @@ export const exportRoutes: FastifyPluginAsyncTypebox<ExportRouteOptions> = async
   app.get(
     '/metrics',
     { config: reads, schema: { summary: 'Metrics an export can hold', response: { 200: MetricList, 401: ErrorEnvelope } } },
-    async () => ({ metrics: METRICS.map(({ id, label }) => ({ id, label })) }),
+    async () => ({ metrics: METRIC_CATALOG.map(({ id, label, definition }) => ({ id, label, definition })) }),
   );
   app.get(
     '/breakdowns',

@@ -7,7 +7,7 @@ import {
   attributionMetrics,
   type AttributionCombination,
 } from './attributed-rows.js';
-import type { BreakdownKey } from './catalog.js';
+import { METRIC_ALIASES, type BreakdownKey } from './catalog.js';
 import type { Period } from './period.js';
 import type { ExportPlan } from './plan.js';
 
@@ -177,10 +177,15 @@ export function exportRowsSql(query: ExportRowsQuery): { sql: string; params: un
   if (attributed) columns.push(...ATTRIBUTION_COLUMNS);
   const sums = [...SPEND_SUMS, ...(withOrders ? ORDER_SUMS.map(([sum]) => sum) : [])];
   // An attributed export's aov is that of its rows' attributed orders.
-  const metrics = [
+  const computed = [
     ...SPEND_METRICS,
     ...(withOrders ? ORDER_METRICS.filter(([metric]) => !(attributed && metric === 'aov')) : []),
     ...(attributed ? attributionMetrics(ratio, RATIO_SCALE) : []),
+  ];
+  // A metric's alias is its column again, under the alias.
+  const metrics = [
+    ...computed,
+    ...Object.entries(METRIC_ALIASES).flatMap(([alias, id]) => computed.filter(([metric]) => metric === id).map(([, expression]): [string, string] => [alias, expression])),
   ];
   // An hour of spend is in the period when it starts in it; orders, refunds and touchpoints are
   // taken by the same rule, so no hour is cut short (a local midnight is not always an hour's start).
