@@ -140,20 +140,24 @@ const IDENTITIES_SQL = `
 const TEXT_COLUMNS = ['landing_url', 'referrer', 'utm_source', 'utm_medium', 'utm_campaign', 'utm_term', 'utm_content', 'platform_name', 'platform_account_id', 'campaign_id', 'adset_id', 'ad_id', 'channel'];
 
 /**
- * Touchpoints n in [$3, $4) of one type, `<prefix>-<n>`: visitor n mod VISITORS, at a time
- * hashed from n within the year, with template (derived columns) number hash(n) of $2, whose
- * click id `__CLICK__` becomes one of its own; one in ten of a linked visitor's with its
- * customer, as a logged-in shopper's.
+ * Touchpoints n in [$3, $4) of `count` of one type, `<prefix>-<n>`: at a time n / count of the way
+ * through the year, so that they are stored in time order as touchpoints sent as they happen are;
+ * of a visitor hashed from n, with template (derived columns) number hash(n) of $2, whose click id
+ * `__CLICK__` becomes one of its own; one in ten of a linked visitor's with its customer, as a
+ * logged-in shopper's.
  */
-const touchpointsSql = (type: 'visit' | 'view', prefix: string, templates: number) => `
+const touchpointsSql = (type: 'visit' | 'view', prefix: string, templates: number, count: number) => {
+  const visitor = hashed('n', 4, VISITORS);
+  return `
   INSERT INTO touchpoints (client_id, environment, touchpoint_id, occurred_at, type, visitor_id, customer_id, click_ids, ${TEXT_COLUMNS.join(', ')}, created_at, updated_at)
-  SELECT $1, 'production', '${prefix}-' || n, $5::timestamptz + ${hashed('n', 1, YEAR.days * 86_400)} * interval '1 second', '${type}',
-         'visitor-' || n % ${VISITORS}, CASE WHEN n % ${VISITORS} < ${LINKED_VISITORS} AND ${hashed('n', 2, 10)} = 0 THEN 'cust-' || n % ${VISITORS} % ${CUSTOMERS} END,
+  SELECT $1, 'production', '${prefix}-' || n, $5::timestamptz + n * (${YEAR.days * 86_400}::float8 / ${count}) * interval '1 second', '${type}',
+         'visitor-' || ${visitor}, CASE WHEN ${visitor} < ${LINKED_VISITORS} AND ${hashed('n', 2, 10)} = 0 THEN 'cust-' || ${visitor} % ${CUSTOMERS} END,
          replace(t.click_ids::text, '__CLICK__', 'ck' || n)::jsonb,
          ${TEXT_COLUMNS.map((column) => (column === 'landing_url' ? `replace(t.landing_url, '__CLICK__', 'ck' || n)` : `t.${column}`)).join(', ')}, now(), now()
     FROM generate_series($3::bigint, $4::bigint - 1) AS n
     JOIN jsonb_to_recordset($2::jsonb) AS t(i int, click_ids jsonb, ${TEXT_COLUMNS.map((column) => `${column} text`).join(', ')})
       ON t.i = ${hashed('n', 3, templates)}`;
+};
 
 /** Derived columns of touchpoint templates, numbered from 0 in `i`. */
 const derivedTemplates = (inputs: Record<string, unknown>[]) =>
@@ -200,7 +204,7 @@ async function load(store: Store, clientId: string): Promise<number> {
     const rand = random(11);
     const visits = derivedTemplates(Array.from({ length: TEMPLATES }, () => generateVisit(rand, '__CLICK__')));
     await step(`${thousands(VISITS)} visits`, () =>
-      inChunks(VISITS, 250_000, (from, to) => db.query(touchpointsSql('visit', 'visit', TEMPLATES), [clientId, visits, from, to, YEAR.from.toISOString()])),
+      inChunks(VISITS, 250_000, (from, to) => db.query(touchpointsSql('visit', 'visit', TEMPLATES, VISITS), [clientId, visits, from, to, YEAR.from.toISOString()])),
     );
     const ads = Array.from({ length: CAMPAIGN_COUNT * ADS_PER_CAMPAIGN }, (_, n) => {
       const c = Math.floor(n / ADS_PER_CAMPAIGN);
@@ -208,10 +212,10 @@ async function load(store: Store, clientId: string): Promise<number> {
     });
     const views = derivedTemplates(ads);
     await step(`${thousands(VIEWS)} views`, () =>
-      inChunks(VIEWS, 250_000, (from, to) => db.query(touchpointsSql('view', 'view', ads.length), [clientId, views, from, to, YEAR.from.toISOString()])),
+      inChunks(VIEWS, 250_000, (from, to) => db.query(touchpointsSql('view', 'view', ads.length, VIEWS), [clientId, views, from, to, YEAR.from.toISOString()])),
     );
     // What autovacuum does to tables written this much, before anything is measured: statistics,
-    // and the visibility map that lets the export's scans read the indexes alone (migration 0012).
+    // and the visibility map that lets index scans read the indexes alone (migration 0012).
     await step('VACUUM ANALYZE', () => db.exec('VACUUM ANALYZE'));
     return seconds(started);
   } finally {
