@@ -421,6 +421,14 @@ test('the catalogs list what an export can hold', async () => {
     ],
   });
   assert.deepEqual(await get('/v1/exports/breakdowns'), breakdownCatalog([], []), 'no spend yet: the keys, with no values');
+
+  // The API's document says what the aliases stand for.
+  const request = (await get('/openapi.json')).paths['/v1/exports/data-export'].post.requestBody.content['application/json'].schema;
+  assert.match(
+    request.properties.attribution_options.properties.attribution_models.description,
+    /northbeam_custom of clicks_only, northbeam_custom__va of clicks_and_views, northbeam_custom__enh of clicks_and_views/,
+  );
+  assert.match(request.properties.breakdowns.items.properties.key.description, /Platform \(Northbeam\).* alias of platform/);
 });
 
 test('the UAT test credentials get an id, and nothing is created', async () => {
