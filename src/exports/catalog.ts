@@ -82,4 +82,5 @@ export const BREAKDOWN_ALIASES = { 'Platform (Northbeam)': 'platform' } as const
 export const REQUEST_BREAKDOWN_KEYS = [...BREAKDOWN_KEYS, ...(Object.keys(BREAKDOWN_ALIASES) as (keyof typeof BREAKDOWN_ALIASES)[])];
 export type RequestBreakdownKey = (typeof REQUEST_BREAKDOWN_KEYS)[number];
 /** The key a request's breakdown key names. */
-export const breakdownNamed = (key: RequestBreakdownKey): BreakdownKey => (key in BREAKDOWN_ALIASES ? BREAKDOWN_ALIASES[key as keyof typeof BREAKDOWN_ALIASES] : (key as BreakdownKey));
+export const breakdownNamed = (key: RequestBreakdownKey): BreakdownKey =>
+  key in BREAKDOWN_ALIASES ? BREAKDOWN_ALIASES[key as keyof typeof BREAKDOWN_ALIASES] : (key as BreakdownKey);
