@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, test } from 'node:test';
 import fc from 'fast-check';
-import { MODELS } from '../src/attribution/models.js';
+import { MODEL_ALIASES, MODELS } from '../src/attribution/models.js';
 import { ADMIN_TOKEN, finishedExport, minimalOrder, parseCsv, startExportingService, type TestClient } from './helpers.js';
 
 /*
@@ -151,6 +151,36 @@ test('each model its own set of rows, in the order asked', async () => {
   ]);
 });
 
+test("the hosted API's model ids are aliases: credited by our model, their rows named by the id asked", async () => {
+  const client = await scenario();
+  // A view of a tiktok ad an hour before a's order: clicks_and_views counts it, clicks_only does not.
+  await send(client, '/v1/touchpoints', [touch('a-view', '2024-03-01T19:00:00Z', 'a', { type: 'view', platform_name: 'tiktok', campaign_id: 'feed' })]);
+  const rows = await exportRows(
+    client,
+    campaignExport(
+      { attribution_models: ['northbeam_custom__va', 'northbeam_custom', 'clicks_and_views', 'northbeam_custom__enh'], attribution_windows: ['1'] },
+      { metrics: [{ id: 'rev', label: 'rev' }] },
+    ),
+  );
+  const credited = rows.filter((row) => row.rev !== '0.000000');
+  const clicksAndViews = (model: string) => [
+    `2024-03-01|google|search|${model}|33.333333`,
+    `2024-03-01|meta|spring name|${model}|33.333333`,
+    `2024-03-01|tiktok|feed|${model}|33.333333`,
+    `2024-03-02|direct||${model}|60.000000`,
+    `2024-03-02|unattributed||${model}|30.000000`,
+  ];
+  assert.deepEqual(table(credited, ['date', 'platform', 'campaign', 'attribution_model', 'rev']), [
+    ...clicksAndViews('northbeam_custom__va'),
+    '2024-03-01|google|search|northbeam_custom|50.000000',
+    '2024-03-01|meta|spring name|northbeam_custom|50.000000',
+    '2024-03-02|direct||northbeam_custom|60.000000',
+    '2024-03-02|unattributed||northbeam_custom|30.000000',
+    ...clicksAndViews('clicks_and_views'),
+    ...clicksAndViews('northbeam_custom__enh'),
+  ]);
+});
+
 test('defaults: attribution metrics without options are linear, 30 days, cash; DATE sums every row of a bucket, unattributed included', async () => {
   const client = await scenario();
   const rows = await exportRows(client, { ...PERIOD, options: { export_aggregation: 'DATE' }, metrics: [{ id: 'spend' }, { id: 'rev' }, { id: 'visits' }, { id: 'aov' }] });
@@ -236,7 +266,7 @@ test('unknown models are a 422; attribution options without attribution metrics 
     method: 'POST',
     url: '/v1/exports/data-export',
     headers: client.headers,
-    payload: { attribution_options: { attribution_models: ['linear', 'northbeam_custom'] }, metrics: [{ id: 'rev' }] },
+    payload: { attribution_options: { attribution_models: ['linear', 'northbeam_custom__xyz'] }, metrics: [{ id: 'rev' }] },
   });
   assert.equal(unknown.statusCode, 422);
   assert.deepEqual(
@@ -257,7 +287,10 @@ test('unknown models are a 422; attribution options without attribution metrics 
     ],
   });
   const models = await app.inject({ method: 'GET', url: '/v1/exports/attribution-models', headers: client.headers });
-  assert.deepEqual(models.json().attribution_models.map((model: { id: string }) => model.id), MODELS.map((model) => model.id));
+  assert.deepEqual(models.json().attribution_models.map((model: { id: string }) => model.id), [
+    ...MODELS.map((model) => model.id),
+    ...Object.keys(MODEL_ALIASES),
+  ]);
 });
 
 // Generated data: orders of a few customers, some with touchpoints, in two currencies.

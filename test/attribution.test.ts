@@ -219,12 +219,15 @@ describe('what cannot be explained', async () => {
   });
 });
 
-test('GET /v1/exports/attribution-models lists each model by id and name', async () => {
+test("GET /v1/exports/attribution-models lists each model by id and name, then the hosted API's ids exports take as aliases", async () => {
   const client = await service.createClient();
   const response = await service.production.inject({ method: 'GET', url: '/v1/exports/attribution-models', headers: client.headers });
   assert.equal(response.statusCode, 200, response.body);
   assert.deepEqual(
     response.json().attribution_models.map(({ id }: { id: string }) => id),
-    ['first_touch', 'last_touch', 'last_touch_non_direct', 'linear', 'position_based', 'time_decay', 'clicks_only', 'clicks_and_views'],
+    [
+      ...['first_touch', 'last_touch', 'last_touch_non_direct', 'linear', 'position_based', 'time_decay', 'clicks_only', 'clicks_and_views'],
+      ...['northbeam_custom', 'northbeam_custom__va', 'northbeam_custom__enh'],
+    ],
   );
 });

@@ -154,6 +154,39 @@ test('every problem of a request is found, and then there is no plan', () => {
   );
 });
 
+test('the hosted API\'s breakdown key and model ids are aliases: the plan holds ours, and the model ids as asked', () => {
+  const plan = planOf({
+    breakdowns: [{ key: 'Platform (Northbeam)', values: ['google'] }],
+    attribution_options: {
+      attribution_models: ['northbeam_custom__va', 'northbeam_custom', 'clicks_only', 'northbeam_custom__enh', 'northbeam_custom__va'],
+      attribution_windows: ['7'],
+    },
+    metrics: [{ id: 'rev' }],
+  });
+  assert.deepEqual(plan.breakdowns, [{ key: 'platform', values: ['google'] }]);
+  // Each id asked is a set of rows, named by it; a repeated one once.
+  assert.deepEqual(
+    plan.attribution.map(({ model, modelAsked }) => [modelAsked, model]),
+    [
+      ['northbeam_custom__va', 'clicks_and_views'],
+      ['northbeam_custom', 'clicks_only'],
+      ['clicks_only', 'clicks_only'],
+      ['northbeam_custom__enh', 'clicks_and_views'],
+    ],
+  );
+  assert.deepEqual(
+    problemsOf({
+      breakdowns: [{ key: 'Platform (Northbeam)', values: [] }, { key: 'platform', values: [] }],
+      attribution_options: { attribution_models: ['northbeam_custom__xyz'] },
+      metrics: [{ id: 'spend' }],
+    }),
+    [
+      ['body/breakdowns/1/key', 'unique'],
+      ['body/attribution_options/attribution_models/0', 'enum'],
+    ],
+  );
+});
+
 test('planning leaves the request as it was', () => {
   const request: ExportRequest = { metrics: [{ id: 'spend' }] };
   planOf(request);

@@ -104,11 +104,12 @@ async function exportCsv(client: TestClient, body: object, app: TestApp = servic
   return { warn: result.warn as Record<string, unknown>, lines: [header, ...lines.flatMap((file) => file.slice(1))] };
 }
 
-/** What GET /v1/exports/breakdowns answers with these values. */
+/** What GET /v1/exports/breakdowns answers with these values; the hosted API's key is an alias of platform. */
 const breakdownCatalog = (platform: string[], account: string[]) => ({
   breakdowns: [
     { key: 'platform', values: platform },
     { key: 'account', values: account },
+    { key: 'Platform (Northbeam)', values: platform },
   ],
 });
 
@@ -290,6 +291,7 @@ test('invalid export requests are 422 naming each problem', async () => {
     [{ level: 'keyword', metrics: [{ id: 'spend' }] }, [['body/level', 'enum']]],
     [{ attribution_options: { attribution_models: ['last_click'] }, metrics: [{ id: 'spend' }] }, [['body/attribution_options/attribution_models/0', 'enum']]],
     [{ breakdowns: [{ key: 'Platform', values: ['meta'] }], metrics: [{ id: 'spend' }] }, [['body/breakdowns/0/key', 'enum']]],
+    [{ breakdowns: [{ key: 'platform (northbeam)', values: [] }], metrics: [{ id: 'spend' }] }, [['body/breakdowns/0/key', 'enum']]],
     [
       { breakdowns: [{ key: 'platform', values: [] }, { key: 'account', values: [] }, { key: 'platform', values: ['meta'] }], metrics: [{ id: 'spend' }] },
       [['body/breakdowns/2/key', 'unique']],
@@ -315,6 +317,14 @@ test('breakdowns and order metrics are refused, with a reason, where they cannot
   assert.deepEqual(
     await refusal({ breakdowns: [{ key: 'account', values: ['a'] }, { key: 'account', values: ['b'] }], metrics: [{ id: 'spend' }] }),
     [{ loc: 'body/breakdowns/1/key', msg: 'Each breakdown key may be given once', type: 'unique' }],
+  );
+  // The hosted API's key is platform under another name: both would leave unclear which values keep rows.
+  assert.deepEqual(
+    await refusal({
+      breakdowns: [{ key: 'platform', values: ['meta'] }, { key: 'account', values: [] }, { key: 'Platform (Northbeam)', values: ['google'] }],
+      metrics: [{ id: 'spend' }],
+    }),
+    [{ loc: 'body/breakdowns/2/key', msg: 'Platform (Northbeam) is the breakdown platform names already: each breakdown may be given once', type: 'unique' }],
   );
   // Neither a level nor breakdowns make room for the store's metrics: only the two aggregations do.
   const storeMetrics = { metrics: [{ id: 'clicks' }, { id: 'new_customers' }, { id: 'blended_cac' }] };
@@ -409,9 +419,20 @@ test('the catalogs list what an export can hold', async () => {
       { id: 'time_decay', name: 'Time decay (7-day half-life)' },
       { id: 'clicks_only', name: 'Clicks only' },
       { id: 'clicks_and_views', name: 'Clicks and views' },
+      { id: 'northbeam_custom', name: 'Clicks only (alias of clicks_only)' },
+      { id: 'northbeam_custom__va', name: 'Clicks and views (alias of clicks_and_views)' },
+      { id: 'northbeam_custom__enh', name: 'Clicks and views (alias of clicks_and_views)' },
     ],
   });
   assert.deepEqual(await get('/v1/exports/breakdowns'), breakdownCatalog([], []), 'no spend yet: the keys, with no values');
+
+  // The API's document says what the aliases stand for.
+  const request = (await get('/openapi.json')).paths['/v1/exports/data-export'].post.requestBody.content['application/json'].schema;
+  assert.match(
+    request.properties.attribution_options.properties.attribution_models.description,
+    /northbeam_custom of clicks_only, northbeam_custom__va of clicks_and_views, northbeam_custom__enh of clicks_and_views/,
+  );
+  assert.match(request.properties.breakdowns.items.properties.key.description, /Platform \(Northbeam\).* alias of platform/);
 });
 
 test('the UAT test credentials get an id, and nothing is created', async () => {
@@ -549,6 +570,15 @@ test('breakdowns split the rows of ad objects by platform and account, and value
     '2024-03-04,,USD,0,99',
     '2024-03-04,meta,USD,0,',
   ]);
+
+  // The hosted API's key, as two of its clients send it, is platform: the same rows.
+  const aliased = await exportCsv(client, {
+    ...SHOP_PERIOD,
+    breakdowns: [{ key: 'Platform (Northbeam)', values: ['meta'] }],
+    options: { export_aggregation: 'DATE', include_kind_and_platform: true },
+    metrics: [{ id: 'spend' }, { id: 'revenue' }],
+  });
+  assert.deepEqual(aliased, metaOnly);
 
   // Both keys, all values, spend only: a row per day × platform × account; no store row.
   const both = await exportCsv(client, {

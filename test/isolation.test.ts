@@ -3,7 +3,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import path from 'node:path';
 import { after, describe, test } from 'node:test';
 import type { InjectOptions, LightMyRequestResponse } from 'fastify';
-import { MODELS } from '../src/attribution/models.js';
+import { MODEL_ALIASES, MODELS } from '../src/attribution/models.js';
 import { assertErrorEnvelope, makeOrder, minimalOrder, postAliases, postOrders, startExportingService, UUID, type TestApp, type TestClient } from './helpers.js';
 
 // Client A stores orders, aliases, hourly and daily spend, touchpoints, an identity link and an
@@ -227,6 +227,7 @@ const breakdowns = (platform: string[], account: string[]) => ({
   breakdowns: [
     { key: 'platform', values: platform },
     { key: 'account', values: account },
+    { key: 'Platform (Northbeam)', values: platform },
   ],
 });
 
@@ -298,7 +299,11 @@ const BEFORE_WRITES: Probe[] = [
     what: 'reads attribution models: the catalog',
     method: 'GET',
     route: '/v1/exports/attribution-models',
-    check: (response) => assert.deepEqual(expectStatus(response, 200), { attribution_models: MODELS.map(({ id, name }) => ({ id, name })) }),
+    check: (response) => {
+      const { attribution_models: listed } = expectStatus(response, 200) as { attribution_models: { id: string; name: string }[] };
+      assert.deepEqual(listed.slice(0, MODELS.length), MODELS.map(({ id, name }) => ({ id, name })));
+      assert.deepEqual(listed.slice(MODELS.length).map(({ id }) => id), Object.keys(MODEL_ALIASES));
+    },
   },
   explainProbe("explains A's order: 404, unknown order", (response) => void assertErrorEnvelope(response, 404)),
   {

@@ -50,6 +50,19 @@ export const MODELS = [
 export type ModelId = (typeof MODELS)[number]['id'];
 export const MODEL_IDS: readonly ModelId[] = MODELS.map((model) => model.id);
 
+/**
+ * The hosted API's own model ids, which exports accept as names of ours: its clicks-only model,
+ * and its two clicks-and-views ones (modelled and deterministic views; ours has one kind of view).
+ */
+export const MODEL_ALIASES = {
+  northbeam_custom: 'clicks_only',
+  northbeam_custom__va: 'clicks_and_views',
+  northbeam_custom__enh: 'clicks_and_views',
+} as const satisfies Record<string, ModelId>;
+/** The model an export's model id names, if any. */
+export const modelNamed = (id: string): ModelId | undefined =>
+  (MODEL_IDS as readonly string[]).includes(id) ? (id as ModelId) : MODEL_ALIASES[id as keyof typeof MODEL_ALIASES];
+
 /** Attribution windows, in days of 24 hours each. */
 export const WINDOWS = [1, 3, 7, 14, 30, 60, 90] as const;
 export type WindowDays = (typeof WINDOWS)[number];

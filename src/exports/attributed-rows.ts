@@ -17,6 +17,8 @@ export type AccountingMode = 'cash' | 'accrual';
 /** A set of attributed rows: a model, its lookback window in days, and when a credit counts (its accounting mode). */
 export interface AttributionCombination {
   model: ModelId;
+  /** The id the request named the model by, ours or an alias (MODEL_ALIASES): the rows' attribution_model. */
+  modelAsked: string;
   windowDays: WindowDays;
   accountingMode: AccountingMode;
 }
@@ -98,7 +100,8 @@ export interface AttributionSqlContext {
 }
 
 /**
- * Common table expressions `combinations` (one row per combination, with its position), and
+ * Common table expressions `combinations` (one row per combination, with its position and the
+ * model that credits it, which two combinations share when one names it by an alias), and
  * `credit_totals` and `visit_totals`: sums per combination (visits: the same in every
  * combination, so per bucket and `keys` only), bucket, `keys` and currency.
  *
@@ -114,9 +117,10 @@ export function attributionCtes({ combinations, params, fromInstant, toInstant, 
   const models = [...new Set(combinations.map((combination) => combination.model))];
   const windows = [...new Set(combinations.map((combination) => combination.windowDays))];
   const combinationsParams = [
-    `$${params.push(combinations.map((combination) => combination.model))}::text[]`,
+    `$${params.push(combinations.map((combination) => combination.modelAsked))}::text[]`,
     `$${params.push(combinations.map((combination) => combination.windowDays))}::int[]`,
     `$${params.push(combinations.map((combination) => combination.accountingMode))}::text[]`,
+    `$${params.push(combinations.map((combination) => combination.model))}::text[]`,
   ];
   const inPeriod = (instant: string) => `${instant} >= ${fromInstant} AND ${instant} < ${toInstant}`;
   const accrual = combinations.some((combination) => combination.accountingMode === 'accrual');
@@ -170,7 +174,7 @@ export function attributionCtes({ combinations, params, fromInstant, toInstant, 
         ]
       : []),
     `combinations AS (
-      SELECT * FROM unnest(${combinationsParams.join(', ')}) WITH ORDINALITY AS c (${ATTRIBUTION_COLUMNS.join(', ')}, combination))`,
+      SELECT * FROM unnest(${combinationsParams.join(', ')}) WITH ORDINALITY AS c (${ATTRIBUTION_COLUMNS.join(', ')}, credited_by, combination))`,
     // Paths are built in a WITH of their own, whose names cannot meet the export's.
     `order_credits AS (
       WITH ${pathsSql({ clientId: '$1', environment: '$2', orders, windows })},
@@ -181,7 +185,7 @@ export function attributionCtes({ combinations, params, fromInstant, toInstant, 
     `credit_totals AS (
       SELECT ${combinationKeys}, k.bucket${keyList}, k.currency, k.rev, k.txns, k.rev_ft, k.txns_ft
         FROM (${modes.map(creditsCountedIn).join('\nUNION ALL\n')}) AS k
-        JOIN combinations c ON c.attribution_model = k.model AND c.attribution_window = k.window_days AND c.accounting_mode = k.mode)`,
+        JOIN combinations c ON c.credited_by = k.model AND c.attribution_window = k.window_days AND c.accounting_mode = k.mode)`,
     `visit_totals AS (
       SELECT ${bucketOf('occurred_at')} AS bucket${keyList}, count(*) AS visits, count(*) FILTER (WHERE new_visit) AS new_visits
         FROM ${accounted(

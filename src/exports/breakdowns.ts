@@ -1,24 +1,33 @@
 import type { Tenant } from '../auth/tenant.js';
 import type { Database } from '../db/index.js';
-import { BREAKDOWN_KEYS, type BreakdownKey } from './catalog.js';
+import { BREAKDOWN_ALIASES, BREAKDOWN_KEYS, type BreakdownKey } from './catalog.js';
 
 export type BreakdownCatalog = ReturnType<typeof createBreakdownCatalog>;
 
 /**
  * The breakdown keys, each with the values found in a client's spend (kept in ad_accounts as spend
- * arrives). Spend sent without an account has none: its rows show an empty account.
+ * arrives), then their aliases with the values of the key they name. Spend sent without an
+ * account has none: its rows show an empty account.
  */
 export function createBreakdownCatalog(db: Database) {
   return {
-    async list(tenant: Tenant): Promise<{ key: BreakdownKey; values: string[] }[]> {
-      if (tenant.dryRun) return BREAKDOWN_KEYS.map((key) => ({ key, values: [] }));
-      const [found] = await db.query<Record<BreakdownKey, string[]>>(
-        `SELECT coalesce(array_agg(DISTINCT platform_name ORDER BY platform_name), '{}') AS platform,
-                coalesce(array_agg(DISTINCT platform_account_id ORDER BY platform_account_id) FILTER (WHERE platform_account_id <> ''), '{}') AS account
-           FROM ad_accounts WHERE client_id = $1 AND environment = $2`,
-        [tenant.clientId, tenant.environment],
-      );
-      return BREAKDOWN_KEYS.map((key) => ({ key, values: found![key] }));
+    async list(tenant: Tenant): Promise<{ key: string; values: string[] }[]> {
+      const found = await valuesOf(tenant);
+      return [
+        ...BREAKDOWN_KEYS.map((key) => ({ key, values: found[key] })),
+        ...Object.entries(BREAKDOWN_ALIASES).map(([alias, key]) => ({ key: alias, values: found[key] })),
+      ];
     },
   };
+
+  async function valuesOf(tenant: Tenant): Promise<Record<BreakdownKey, string[]>> {
+    if (tenant.dryRun) return { platform: [], account: [] };
+    const [found] = await db.query<Record<BreakdownKey, string[]>>(
+      `SELECT coalesce(array_agg(DISTINCT platform_name ORDER BY platform_name), '{}') AS platform,
+              coalesce(array_agg(DISTINCT platform_account_id ORDER BY platform_account_id) FILTER (WHERE platform_account_id <> ''), '{}') AS account
+         FROM ad_accounts WHERE client_id = $1 AND environment = $2`,
+      [tenant.clientId, tenant.environment],
+    );
+    return found!;
+  }
 }

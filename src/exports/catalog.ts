@@ -88,3 +88,11 @@ export const isAttributionMetric = (id: string) => sourceOf(id) === 'attribution
 /** Labels of the client's spend that can split an export's rows; their values come from the client's data. */
 export const BREAKDOWN_KEYS = ['platform', 'account'] as const;
 export type BreakdownKey = (typeof BREAKDOWN_KEYS)[number];
+/** The hosted API's breakdown keys that name one of ours: clients hard-code them. */
+export const BREAKDOWN_ALIASES = { 'Platform (Northbeam)': 'platform' } as const satisfies Record<string, BreakdownKey>;
+/** The keys an export may name: ours and their aliases. */
+export const REQUEST_BREAKDOWN_KEYS = [...BREAKDOWN_KEYS, ...(Object.keys(BREAKDOWN_ALIASES) as (keyof typeof BREAKDOWN_ALIASES)[])];
+export type RequestBreakdownKey = (typeof REQUEST_BREAKDOWN_KEYS)[number];
+/** The key a request's breakdown key names. */
+export const breakdownNamed = (key: RequestBreakdownKey): BreakdownKey =>
+  key in BREAKDOWN_ALIASES ? BREAKDOWN_ALIASES[key as keyof typeof BREAKDOWN_ALIASES] : (key as BreakdownKey);

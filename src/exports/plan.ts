@@ -1,7 +1,7 @@
 import { Value } from 'typebox/value';
-import { DEFAULT_MODEL, DEFAULT_WINDOW, MODEL_IDS, type ModelId, type WindowDays } from '../attribution/models.js';
+import { DEFAULT_MODEL, DEFAULT_WINDOW, modelNamed, type WindowDays } from '../attribution/models.js';
 import type { ErrorItem } from '../http/errors.js';
-import { isAttributionMetric, isOrderMetric } from './catalog.js';
+import { breakdownNamed, isAttributionMetric, isOrderMetric } from './catalog.js';
 import { PeriodError, resolvePeriod } from './period.js';
 import { DIMENSION_COLUMNS, type AccountingMode, type AttributionCombination, type RowsPlan } from './rows.js';
 import { ExportRequest } from './schema.js';
@@ -86,9 +86,22 @@ export function planExport(request: ExportRequest, timeZone: string, now: Date):
     return { id: metric.id, label };
   });
 
+  // An alias is its key: naming a key twice, once by an alias, would leave unclear which values keep rows.
+  const resolvedBreakdowns = breakdowns.map(({ key, values }) => ({ key: breakdownNamed(key), values }));
+  resolvedBreakdowns.forEach(({ key }, index) => {
+    const first = resolvedBreakdowns.findIndex((breakdown) => breakdown.key === key);
+    if (first < index) {
+      problems.push({
+        loc: `body/breakdowns/${index}/key`,
+        msg: `${breakdowns[index]!.key} is the breakdown ${breakdowns[first]!.key} names already: each breakdown may be given once`,
+        type: 'unique',
+      });
+    }
+  });
+
   const { attribution_models = [], attribution_windows = [], accounting_modes = [] } = attribution_options;
   attribution_models.forEach((model, index) => {
-    if (!(MODEL_IDS as readonly string[]).includes(model)) {
+    if (!modelNamed(model)) {
       problems.push({
         loc: `body/attribution_options/attribution_models/${index}`,
         msg: `Unknown attribution model ${model}: GET /v1/exports/attribution-models lists them`,
@@ -98,10 +111,14 @@ export function planExport(request: ExportRequest, timeZone: string, now: Date):
   });
   let attribution: AttributionCombination[] = [];
   if (attributed) {
-    const models = attribution_models.length > 0 ? distinct(attribution_models as ModelId[]) : [ATTRIBUTION_DEFAULTS.model];
+    // An alias is credited by its model, and its rows are named as asked: by the id the client matches on.
+    const models = (attribution_models.length > 0 ? distinct(attribution_models) : [ATTRIBUTION_DEFAULTS.model]).map((modelAsked) => ({
+      model: modelNamed(modelAsked)!,
+      modelAsked,
+    }));
     const windows = attribution_windows.length > 0 ? distinct(attribution_windows.map((days) => Number(days) as WindowDays)) : [ATTRIBUTION_DEFAULTS.windowDays];
     const modes = accounting_modes.length > 0 ? distinct(accounting_modes as AccountingMode[]) : [ATTRIBUTION_DEFAULTS.accountingMode];
-    attribution = models.flatMap((model) => windows.flatMap((windowDays) => modes.map((accountingMode) => ({ model, windowDays, accountingMode }))));
+    attribution = models.flatMap((named) => windows.flatMap((windowDays) => modes.map((accountingMode) => ({ ...named, windowDays, accountingMode }))));
   } else {
     for (const [field, values] of Object.entries({ attribution_models, attribution_windows, accounting_modes })) {
       if (values.length > 0) ignored.push(`attribution_options.${field} (no attribution metric is asked for)`);
@@ -115,7 +132,7 @@ export function planExport(request: ExportRequest, timeZone: string, now: Date):
       period,
       granularity: time_granularity,
       level: summed ? null : options.aggregate_data ? 'platform' : level,
-      breakdowns,
+      breakdowns: resolvedBreakdowns,
       includeIds: options.include_ids && !summed && !options.aggregate_data,
       includeKind: options.include_kind_and_platform && !summed,
       removeZeroSpend: options.remove_zero_spend,

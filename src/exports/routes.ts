@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
-import { MODELS } from '../attribution/models.js';
+import { MODEL_ALIASES, MODELS } from '../attribution/models.js';
 import { ApiError, invalidRequest } from '../http/errors.js';
 import { ErrorEnvelope } from '../http/schemas.js';
 import type { BreakdownCatalog } from './breakdowns.js';
@@ -35,6 +35,12 @@ const BreakdownList = Type.Object({
 const AttributionModelList = Type.Object({
   attribution_models: Type.Array(Type.Object({ id: Type.String(), name: Type.Union([Type.String(), Type.Null()]) })),
 });
+const modelName = (id: string) => MODELS.find((model) => model.id === id)!.name;
+/** Ours, then the hosted API's ids that exports take as aliases: a client that checks its ids against the list finds them. */
+const MODEL_LIST = [
+  ...MODELS.map(({ id, name }) => ({ id, name })),
+  ...Object.entries(MODEL_ALIASES).map(([alias, id]) => ({ id: alias, name: `${modelName(id)} (alias of ${id})` })),
+];
 
 export interface ExportRouteOptions {
   jobs: ExportJobs;
@@ -133,11 +139,16 @@ export const exportRoutes: FastifyPluginAsyncTypebox<ExportRouteOptions> = async
       config: reads,
       schema: {
         summary: 'Attribution models',
-        description: `The models exports and explanations credit orders by:\n\n${MODELS.map((model) => `- \`${model.id}\`: ${model.definition}`).join('\n')}`,
+        description: [
+          'The models exports and explanations credit orders by:\n',
+          ...MODELS.map((model) => `- \`${model.id}\`: ${model.definition}`),
+          '\nExports also take the hosted API\'s model ids, as aliases (their rows show the id asked):\n',
+          ...Object.entries(MODEL_ALIASES).map(([alias, id]) => `- \`${alias}\`: \`${id}\``),
+        ].join('\n'),
         response: { 200: AttributionModelList, 401: ErrorEnvelope },
       },
     },
-    async () => ({ attribution_models: MODELS.map(({ id, name }) => ({ id, name })) }),
+    async () => ({ attribution_models: MODEL_LIST }),
   );
 };
 

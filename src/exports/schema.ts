@@ -1,6 +1,7 @@
 import { Type, type Static } from 'typebox';
+import { MODEL_ALIASES } from '../attribution/models.js';
 import { Identifier } from '../http/schemas.js';
-import { BREAKDOWN_KEYS, METRIC_IDS, type BreakdownKey } from './catalog.js';
+import { METRIC_IDS, REQUEST_BREAKDOWN_KEYS, type RequestBreakdownKey } from './catalog.js';
 
 export const PERIOD_TYPES = [
   'FIXED', 'TODAY', 'YESTERDAY', 'YESTERDAY_AND_TODAY',
@@ -36,9 +37,10 @@ export const ExportRequest = Type.Object(
       Type.Array(
         Type.Object(
           {
-            key: Type.Unsafe<BreakdownKey>({
+            key: Type.Unsafe<RequestBreakdownKey>({
               type: 'string',
-              enum: BREAKDOWN_KEYS,
+              enum: REQUEST_BREAKDOWN_KEYS,
+              description: 'Platform (Northbeam), the hosted API\'s key, is an alias of platform.',
               'x-messages': { enum: 'Unknown breakdown key: GET /v1/exports/breakdowns lists them' },
             }),
             values: Type.Array(Identifier('A value of the key.'), { maxItems: 1000, description: 'Keep only rows with one of these values; empty keeps all.' }),
@@ -76,7 +78,12 @@ export const ExportRequest = Type.Object(
       Type.Object(
         {
           attribution_models: Type.Optional(
-            Type.Array(Identifier('An attribution model id.'), { maxItems: 16, description: 'See GET /v1/exports/attribution-models.' }),
+            Type.Array(Identifier('An attribution model id.'), {
+              maxItems: 16,
+              description: `See GET /v1/exports/attribution-models. The hosted API's ids are aliases: ${Object.entries(MODEL_ALIASES)
+                .map(([alias, id]) => `${alias} of ${id}`)
+                .join(', ')}; the rows of an alias are credited by its model and show the id asked in attribution_model.`,
+            }),
           ),
           attribution_windows: Type.Optional(Type.Array(Type.Unsafe<string>({ type: 'string', enum: ['1', '3', '7', '14', '30', '60', '90'] }), { maxItems: 16 })),
           accounting_modes: Type.Optional(Type.Array(Type.Unsafe<string>({ type: 'string', enum: ['cash', 'accrual'] }), { maxItems: 16 })),
