@@ -260,7 +260,7 @@ test('platform breakdown values keep only the rows they name; remove_zero_spend 
   ]);
 });
 
-test('unknown models are a 422; attribution options without attribution metrics are ignored, said in warn', async () => {
+test('unknown models are a 422, in one answer with the other problems; attribution options without attribution metrics are ignored, said in warn', async () => {
   const client = await service.createClient();
   const unknown = await app.inject({
     method: 'POST',
@@ -272,6 +272,22 @@ test('unknown models are a 422; attribution options without attribution metrics 
   assert.deepEqual(
     unknown.json().errors.map((error: { loc: string }) => error.loc),
     ['body/attribution_options/attribution_models/1'],
+  );
+  // One answer names every problem: an unknown metric, an unknown model and a bad window.
+  const three = await app.inject({
+    method: 'POST',
+    url: '/v1/exports/data-export',
+    headers: client.headers,
+    payload: { attribution_options: { attribution_models: ['lineal'], attribution_windows: ['5'] }, metrics: [{ id: 'revenu' }] },
+  });
+  assert.equal(three.statusCode, 422);
+  assert.deepEqual(
+    three.json().errors.map((error: { loc: string; msg: string }) => [error.loc, error.msg]).sort(),
+    [
+      ['body/attribution_options/attribution_models/0', 'Unknown attribution model: GET /v1/exports/attribution-models lists them'],
+      ['body/attribution_options/attribution_windows/0', 'Must be one of: 1, 3, 7, 14, 30, 60, 90'],
+      ['body/metrics/0/id', 'Unknown metric id: GET /v1/exports/metrics lists them'],
+    ],
   );
   const ignoring = await app.inject({
     method: 'POST',

@@ -142,14 +142,12 @@ test('every problem of a request is found, and then there is no plan', () => {
     problemsOf({
       period_type: 'FIXED',
       level: 'campaign',
-      attribution_options: { attribution_models: ['last_click'] },
       metrics: [{ id: 'spend', label: 'currency' }, { id: 'revenue' }],
     }),
     [
       ['body/period_options', 'period'],
       ['body/metrics/1/id', 'dependency'],
       ['body/metrics/0/label', 'unique'],
-      ['body/attribution_options/attribution_models/0', 'enum'],
     ],
   );
 });
@@ -177,13 +175,9 @@ test('the hosted API\'s breakdown key and model ids are aliases: the plan holds 
   assert.deepEqual(
     problemsOf({
       breakdowns: [{ key: 'Platform (Northbeam)', values: [] }, { key: 'platform', values: [] }],
-      attribution_options: { attribution_models: ['northbeam_custom__xyz'] },
       metrics: [{ id: 'spend' }],
     }),
-    [
-      ['body/breakdowns/1/key', 'unique'],
-      ['body/attribution_options/attribution_models/0', 'enum'],
-    ],
+    [['body/breakdowns/1/key', 'unique']],
   );
 });
 

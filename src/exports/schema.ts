@@ -1,5 +1,5 @@
 import { Type, type Static } from 'typebox';
-import { MODEL_ALIASES } from '../attribution/models.js';
+import { MODEL_ALIASES, MODEL_IDS } from '../attribution/models.js';
 import { Identifier } from '../http/schemas.js';
 import { METRIC_IDS, REQUEST_BREAKDOWN_KEYS, type RequestBreakdownKey } from './catalog.js';
 
@@ -78,12 +78,20 @@ export const ExportRequest = Type.Object(
       Type.Object(
         {
           attribution_models: Type.Optional(
-            Type.Array(Identifier('An attribution model id.'), {
+            Type.Array(
+              Type.Unsafe<string>({
+                type: 'string',
+                enum: [...MODEL_IDS, ...Object.keys(MODEL_ALIASES)],
+                description: 'An attribution model id.',
+                'x-messages': { enum: 'Unknown attribution model: GET /v1/exports/attribution-models lists them' },
+              }),
+              {
               maxItems: 16,
               description: `See GET /v1/exports/attribution-models. The hosted API's ids are aliases: ${Object.entries(MODEL_ALIASES)
                 .map(([alias, id]) => `${alias} of ${id}`)
                 .join(', ')}; the rows of an alias are credited by its model and show the id asked in attribution_model.`,
-            }),
+              },
+            ),
           ),
           attribution_windows: Type.Optional(Type.Array(Type.Unsafe<string>({ type: 'string', enum: ['1', '3', '7', '14', '30', '60', '90'] }), { maxItems: 16 })),
           accounting_modes: Type.Optional(Type.Array(Type.Unsafe<string>({ type: 'string', enum: ['cash', 'accrual'] }), { maxItems: 16 })),
