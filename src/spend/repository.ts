@@ -102,9 +102,9 @@ export function createSpendRepository(db: Database, collection: SpendCollection)
      CROSS JOIN LATERAL (${ofAccount('a.platform_account_id')} OFFSET 0) k`;
 
   // One page of `keys` and their count, in one statement so that the two agree. The page is
-  // found on the key columns alone, which the primary key index holds, so OFFSET walks the index
-  // without reading table rows; then only the page's rows are read, one index lookup each (OFFSET
-  // 0 as above).
+  // found on the key columns alone, which the primary key index holds (for one account OFFSET
+  // walks the index in its order; across accounts their keys are sorted), without reading table
+  // rows; then only the page's rows are read, one index lookup each (OFFSET 0 as above).
   const listSql = (keys: string) => `SELECT (SELECT count(*)::int FROM (${keys}) k) AS total,
       (SELECT ${recordsJson('s', ORDER.split(', ').map((column) => `k.${column}`).join(', '))}
          FROM (SELECT * FROM (${keys}) k ORDER BY ${ORDER} LIMIT $8 OFFSET $9) k
