@@ -67,3 +67,16 @@ test('a FIXED period is two instants, start before end, at most two years apart'
   assert.throws(() => fixed('2024-03-08T00:00:00Z', '2024-03-08T00:00:00Z'), PeriodError);
   assert.throws(() => resolvePeriod('FIXED', undefined, NEW_YORK, NOW), /period_options/);
 });
+
+test('a FIXED period of two dates is those whole local days, the last included, at most two years', () => {
+  const fixed = (period_starting_at: string, period_ending_at: string) =>
+    resolvePeriod('FIXED', { period_starting_at, period_ending_at }, NEW_YORK, NOW);
+  assert.deepEqual(fixed('2026-11-16', '2026-11-22'), { kind: 'days', from: '2026-11-16', to: '2026-11-23' });
+  assert.deepEqual(fixed('2024-02-29', '2024-02-29'), { kind: 'days', from: '2024-02-29', to: '2024-03-01' });
+  assert.deepEqual(fixed('2024-02-29', '2026-02-28'), { kind: 'days', from: '2024-02-29', to: '2026-03-01' }, 'two years from a leap day');
+  assert.throws(() => fixed('2024-02-29', '2026-03-01'), /at most 2 years/);
+  assert.throws(() => fixed('2026-11-22', '2026-11-16'), /must not be before/);
+  assert.throws(() => fixed('9999-12-01', '9999-12-31'), /before 9999-12-31/);
+  assert.throws(() => fixed('2026-11-16', '2026-11-23T00:00:00Z'), /both as dates/);
+  assert.throws(() => fixed('2026-11-16T00:00:00Z', '2026-11-22'), /both as dates/);
+});

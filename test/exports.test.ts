@@ -118,6 +118,9 @@ function getBreakdowns(client: Pick<TestClient, 'headers'>, app: TestApp = servi
 }
 
 /** An hour of spend of an ad account; its impressions and clicks are those of `record`. */
+/** A spend record less its hour, to be given a date. */
+const omitHour = ({ hour_start_iso: _hour, ...rest }: ReturnType<typeof record>) => rest;
+
 const adSpend = (at: string, platform_name: string, platform_account_id: string, spend: number) => ({
   ...record(at, `${platform_name}-campaign`, spend),
   platform_name,
@@ -613,15 +616,21 @@ test('breakdowns split the rows of ad objects by platform and account, and value
   ]);
 });
 
-test('order metrics count days in the client\'s time zone', async () => {
+/** A new client whose time zone is `timeZone`. */
+async function clientIn(timeZone: string): Promise<TestClient> {
   const client = await service.createClient();
   const patched = await service.production.inject({
     method: 'PATCH',
     url: `/admin/v1/clients/${client.client_id}`,
     headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
-    payload: { time_zone: 'America/New_York' },
+    payload: { time_zone: timeZone },
   });
   assert.equal(patched.statusCode, 200, patched.body);
+  return client;
+}
+
+test('order metrics count days in the client\'s time zone', async () => {
+  const client = await clientIn('America/New_York');
   // In New York (UTC−5 in early March), all three fall on the evening of March 1 and the first
   // half hour of March 2, though all are on March 2 in UTC.
   await sendOrders(client, [purchase('night-1', 'night', '2024-03-02T03:00:00Z', 40, 'USD', [7, '2024-03-02T05:30:00Z'])]); // 22:00; refund 00:30
@@ -650,6 +659,66 @@ test('order metrics count days in the client\'s time zone', async () => {
     '2024-03-01T23:00:00-05:00,USD,3,0,0',
     '2024-03-02T00:00:00-05:00,USD,0,0,7',
   ]);
+});
+
+test('a FIXED period of two dates is those whole local days, the last included', async () => {
+  const client = await clientIn('America/New_York'); // UTC−5 in November
+  // Hourly spend just outside and just inside local midnight at either end; daily spend the days
+  // before, at and after either end.
+  await postSpend(client, [
+    adSpend('2026-11-16T04:00:00Z', 'meta', 'act_1', 1), // 15 Nov, 23:00
+    adSpend('2026-11-16T05:00:00Z', 'meta', 'act_1', 2), // 16 Nov, 00:00
+    adSpend('2026-11-23T04:00:00Z', 'meta', 'act_1', 4), // 22 Nov, 23:00
+    adSpend('2026-11-23T05:00:00Z', 'meta', 'act_1', 8), // 23 Nov, 00:00
+  ]);
+  const day = (date: string, spend: number) => ({ ...omitHour(adSpend('', 'google', 'act_2', spend)), date });
+  await postSpend(client, [day('2026-11-15', 16), day('2026-11-16', 32), day('2026-11-22', 64), day('2026-11-23', 128)], service.production, '/v1/spend');
+
+  const request = (period_starting_at: string, period_ending_at: string) => ({
+    period_type: 'FIXED',
+    period_options: { period_starting_at, period_ending_at },
+    metrics: [{ id: 'spend', label: 'spend_total' }],
+  });
+  const expected = [
+    'date,platform,currency,spend_total',
+    '2026-11-16,google,USD,32',
+    '2026-11-16,meta,USD,2',
+    '2026-11-22,google,USD,64',
+    '2026-11-22,meta,USD,4',
+  ];
+  assert.deepEqual((await exportCsv(client, request('2026-11-16', '2026-11-22'))).lines, expected);
+  // The same as the local midnights that begin the first day and end the last.
+  assert.deepEqual((await exportCsv(client, request('2026-11-16T00:00:00-05:00', '2026-11-23T00:00:00-05:00'))).lines, expected);
+  // One date twice is that day.
+  assert.deepEqual((await exportCsv(client, request('2026-11-22', '2026-11-22'))).lines, [expected[0], ...expected.slice(3)]);
+
+  // Weekly buckets: the seven days are one week, from Monday the 16th.
+  const weekly = await exportCsv(client, { ...request('2026-11-16', '2026-11-22'), time_granularity: 'WEEKLY', options: { export_aggregation: 'DATE' } });
+  assert.deepEqual(weekly.lines, ['date,currency,spend_total', '2026-11-16,USD,102']);
+});
+
+test('a FIXED period mixing a date and a date-time, or dates out of order, is a 422 that says so', async () => {
+  const client = await service.createClient();
+  const problems = async (period_starting_at: string, period_ending_at: string) => {
+    const body = { period_type: 'FIXED', period_options: { period_starting_at, period_ending_at }, metrics: [{ id: 'spend' }] };
+    return (assertErrorEnvelope(await createExport(client, body), 422).errors ?? []).map(({ loc, msg, type }) => ({ loc, msg, type }));
+  };
+  const both = 'Give period_starting_at and period_ending_at both as dates (whole days) or both as date-times';
+  assert.deepEqual(await problems('2026-11-16', '2026-11-23T00:00:00Z'), [{ loc: 'body/period_options', msg: both, type: 'period' }]);
+  assert.deepEqual(await problems('2026-11-16T00:00:00Z', '2026-11-22'), [{ loc: 'body/period_options', msg: both, type: 'period' }]);
+  assert.deepEqual(await problems('2026-11-22', '2026-11-16'), [
+    { loc: 'body/period_options', msg: 'period_ending_at must not be before period_starting_at', type: 'period' },
+  ]);
+  assert.deepEqual(await problems('2024-11-16', '2026-11-16'), [
+    { loc: 'body/period_options', msg: 'A FIXED period may be at most 2 years long', type: 'period' },
+  ]);
+  assert.deepEqual((await problems('2026-11-16 00:00', '2026-02-30')).map(({ loc, type }) => ({ loc, type })), [
+    { loc: 'body/period_options/period_starting_at', type: 'format' },
+    { loc: 'body/period_options/period_ending_at', type: 'format' },
+  ]);
+  // Exactly two years, the last day included.
+  const twoYears = { period_type: 'FIXED', period_options: { period_starting_at: '2024-11-16', period_ending_at: '2026-11-15' }, metrics: [{ id: 'spend' }] };
+  assert.equal((await createExport(client, twoYears)).statusCode, 201);
 });
 
 test('a failing attempt ends as ERROR with the first error, named by code, and the process goes on', async () => {

@@ -146,6 +146,7 @@ const BAD_FORMATS: Record<string, string> = {
   'date-time': '2024-03-08 09:00:00',
   'whole-hour': '2024-03-08T09:30:00Z',
   date: '2024-02-30',
+  'date-or-date-time': '2024-03-08 09:00:00',
   email: 'jane.example.com',
   ip: '256.0.0.1',
 };

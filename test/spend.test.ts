@@ -480,10 +480,12 @@ for (const c of COLLECTIONS) {
   });
 
   describe(`${c.path} list`, () => {
-    test('platform_account_id is required', async () => {
-      const client = await service.createClient();
-      assertOnlyError(await getList(c, client, between(c, ...c.span)), { loc: 'query/platform_account_id', type: 'required' });
-    });
+    if (c === hourly) {
+      test('platform_account_id is required', async () => {
+        const client = await service.createClient();
+        assertOnlyError(await getList(c, client, between(c, ...c.span)), { loc: 'query/platform_account_id', type: 'required' });
+      });
+    }
 
     test(`${start} and ${end} are both inclusive`, async () => {
       const client = await service.createClient();
@@ -933,6 +935,70 @@ describe('hourly spend times', () => {
     assertOnlyError(await getList(hourly, client, { platform_account_id: '', ...between(hourly, '2024-03-08T09:00:00Z', '2024-03-08T08:00:00+0000') }), {
       loc: 'query/hour_start_iso_end',
       type: 'range',
+    });
+  });
+});
+
+describe('daily spend of every account', () => {
+  const accounts = ['', 'acc-2', 'acc-1'];
+  /** One record per account and platform on each of two days, sent in no particular order. */
+  const spread = (campaign_id = 'c1') =>
+    ['2026-11-22', '2026-11-21'].flatMap((date) =>
+      ['meta', 'google'].flatMap((platform_name) => accounts.map((platform_account_id) => record(daily, { date, platform_name, platform_account_id, campaign_id }))),
+    );
+  const keyOf = (item: Json) => [item.date, item.platform_name, item.platform_account_id, item.campaign_id].join('/');
+
+  test("a connection check's request, without platform_account_id, lists every account of the client that day", async () => {
+    const client = await service.createClient();
+    const other = await service.createClient();
+    await upsert(daily, client, spread());
+    await upsert(daily, other, spread('theirs'));
+    await upsert(daily, client, [record(daily, { date: '2026-11-22', platform_account_id: 'acc-uat', campaign_id: 'uat' })], service.uat);
+    // Hourly spend of an account with no daily spend: not a daily record.
+    await upsert(hourly, client, [record(hourly, { hour_start_iso: '2026-11-22T10:00:00Z', platform_account_id: 'acc-hourly' })]);
+
+    const response = await call(service.production, 'GET', '/v1/spend?page=1&page_size=1000&date=2026-11-22', client);
+    const page = okJson<Page>(response, 200);
+    assert.deepEqual(paging(page), { page: 1, page_size: 1000, total_pages: 1, total_count: 6 });
+    assert.deepEqual(page.data.map(keyOf), [
+      '2026-11-22/google//c1', '2026-11-22/google/acc-1/c1', '2026-11-22/google/acc-2/c1',
+      '2026-11-22/meta//c1', '2026-11-22/meta/acc-1/c1', '2026-11-22/meta/acc-2/c1',
+    ]);
+    assert.deepEqual(Object.keys(page.data[0]!).sort(), ['date', ...FIELDS].sort());
+  });
+
+  test('a range pages through every account, by date, platform, account and ids, with the filters', async () => {
+    const client = await service.createClient();
+    await upsert(daily, client, [...spread('c1'), ...spread('c2')]);
+    const all = (await list(daily, client, between(daily, '2026-11-21', '2026-11-22'))).data;
+    assert.equal(all.length, 24);
+    assert.deepEqual(all.map(keyOf), all.map(keyOf).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0)));
+
+    const pages: Json[] = [];
+    for (const page of [1, 2, 3, 4, 5]) {
+      const body = await list(daily, client, { ...between(daily, '2026-11-21', '2026-11-22'), page, page_size: 5 });
+      assert.deepEqual(paging(body), { page, page_size: 5, total_pages: 5, total_count: 24 });
+      pages.push(...body.data);
+    }
+    assert.deepEqual(pages, all);
+
+    const filtered = await list(daily, client, { date: '2026-11-21', campaign_id: 'c2' });
+    assert.deepEqual(filtered.data.map(keyOf), all.filter((item) => item.date === '2026-11-21' && item.campaign_id === 'c2').map(keyOf));
+    // Naming an account still lists that account alone.
+    assert.deepEqual((await list(daily, client, { platform_account_id: 'acc-1', date: '2026-11-21' })).data.map(keyOf), [
+      '2026-11-21/google/acc-1/c1', '2026-11-21/google/acc-1/c2', '2026-11-21/meta/acc-1/c1', '2026-11-21/meta/acc-1/c2',
+    ]);
+  });
+
+  test('without platform_account_id a range is still required, and hourly still requires the account', async () => {
+    const client = await service.createClient();
+    assertOnlyError(await getList(daily, client, { page: 1 }), { loc: 'query', type: 'range' });
+    assertOnlyError(await getList(hourly, client, { date: '2026-11-22' }), { loc: 'query/platform_account_id', type: 'required' });
+  });
+
+  test('the UAT test credentials get an empty page', async () => {
+    assert.deepEqual(await list(daily, TEST_CREDENTIALS, { date: '2026-11-22' }, service.uat), {
+      data: [], page: 1, page_size: 1000, total_pages: 0, total_count: 0,
     });
   });
 });

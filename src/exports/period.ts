@@ -1,4 +1,4 @@
-import { instantOf } from '../date-time.js';
+import { instantOf, isDate } from '../date-time.js';
 import type { PERIOD_TYPES } from './schema.js';
 
 type PeriodType = (typeof PERIOD_TYPES)[number];
@@ -74,9 +74,20 @@ function relativeDays(type: Exclude<PeriodType, 'FIXED'>, today: string): [strin
   return period;
 }
 
+/** The local days `first` to `last`, both included: [first, the day after last). */
+function fixedDays(first: string, last: string): Period {
+  if (first > last) throw new PeriodError('period_ending_at must not be before period_starting_at');
+  const to = addDays(last, 1);
+  if (!isDate(to)) throw new PeriodError('period_ending_at must be before 9999-12-31');
+  const latest = parse(first);
+  latest.setUTCFullYear(latest.getUTCFullYear() + MAX_FIXED_YEARS);
+  if (to > format(latest)) throw new PeriodError(`A FIXED period may be at most ${MAX_FIXED_YEARS} years long`);
+  return { kind: 'days', from: first, to };
+}
+
 /**
- * The period an export asks for. `options` is required for FIXED: start before end, at most two
- * years apart.
+ * The period an export asks for. `options` is required for FIXED: two date-times (instants, start
+ * before end) or two dates (whole local days, the last included), at most two years apart.
  */
 export function resolvePeriod(
   type: PeriodType,
@@ -89,11 +100,16 @@ export function resolvePeriod(
     return { kind: 'days', from, to };
   }
   if (!options) throw new PeriodError('A FIXED period needs period_options with period_starting_at and period_ending_at');
-  const from = instantOf(options.period_starting_at);
-  const to = instantOf(options.period_ending_at);
+  const { period_starting_at: first, period_ending_at: last } = options;
+  if (isDate(first) && isDate(last)) return fixedDays(first, last);
+  if (isDate(first) || isDate(last)) {
+    throw new PeriodError('Give period_starting_at and period_ending_at both as dates (whole days) or both as date-times');
+  }
+  const from = instantOf(first);
+  const to = instantOf(last);
   if (from >= to) throw new PeriodError('period_ending_at must be after period_starting_at');
   const latest = new Date(from);
   latest.setUTCFullYear(latest.getUTCFullYear() + MAX_FIXED_YEARS);
   if (to > latest.getTime()) throw new PeriodError(`A FIXED period may be at most ${MAX_FIXED_YEARS} years long`);
-  return { kind: 'instants', from: options.period_starting_at, to: options.period_ending_at };
+  return { kind: 'instants', from: first, to: last };
 }

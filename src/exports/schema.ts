@@ -27,10 +27,13 @@ export const ExportRequest = Type.Object(
     period_options: Type.Optional(
       Type.Object(
         {
-          period_starting_at: Type.String({ format: 'date-time' }),
-          period_ending_at: Type.String({ format: 'date-time' }),
+          period_starting_at: Type.String({ format: 'date-or-date-time', description: 'An instant, or the first whole local day.' }),
+          period_ending_at: Type.String({ format: 'date-or-date-time', description: 'An instant (excluded), or the last whole local day (included).' }),
         },
-        { additionalProperties: false, description: 'The period of a FIXED export, at most 2 years.' },
+        {
+          additionalProperties: false,
+          description: "The period of a FIXED export, at most 2 years: two date-times, or two dates (whole days of the client's time zone).",
+        },
       ),
     ),
     breakdowns: Type.Optional(

@@ -120,6 +120,7 @@ export function createAjv(options: { coerceTypes: boolean; allErrors: boolean })
   ajv.addFormat('email', { type: 'string', validate: isEmail });
   ajv.addFormat('date-time', { type: 'string', validate: isDateTime });
   ajv.addFormat('whole-hour', { type: 'string', validate: isWholeHour });
+  ajv.addFormat('date-or-date-time', { type: 'string', validate: (value: string) => isDate(value) || isDateTime(value) });
   ajv.addFormat('ip', { type: 'string', validate: (value: string) => net.isIP(value) !== 0 });
   ajv.addKeyword({ keyword: MESSAGES, schemaType: 'object' });
   ajv.addKeyword(uniqueBy);
@@ -169,6 +170,7 @@ const FORMAT_MESSAGES: Record<string, string> = {
   'whole-hour':
     'Must be an ISO-8601 date-time with a time zone at exactly the start of an hour, such as 2024-03-08T01:00:00-08:00 or 2024-03-08T09:00:00Z',
   date: 'Must be a date written YYYY-MM-DD',
+  'date-or-date-time': 'Must be a date written YYYY-MM-DD, or an ISO-8601 date-time with a time zone such as 2024-03-08T09:23:45Z',
   email: 'Must be a valid e-mail address',
   ip: 'Must be a valid IPv4 or IPv6 address',
   uuid: 'Must be a UUID',

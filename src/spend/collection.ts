@@ -24,6 +24,12 @@ export interface SpendCollection {
   periodValue(text: string): number | string;
   /** The inclusive range of periods within one UTC day. */
   periodsOfDay(date: string): [string, string];
+  /**
+   * Whether a list query must name its platform_account_id. The specification requires it; the
+   * hosted API lists every account of the client when a daily list leaves it out, and its clients
+   * rely on that.
+   */
+  listNeedsAccount: boolean;
 }
 
 export const hourly: SpendCollection = {
@@ -41,6 +47,7 @@ export const hourly: SpendCollection = {
   rangeSchema: Type.String({ format: 'date-time', description: 'Inclusive bound of hour_start_iso.' }),
   periodValue: instantOf,
   periodsOfDay: (date) => [`${date}T00:00:00Z`, `${date}T23:00:00Z`],
+  listNeedsAccount: true,
 };
 
 export const daily: SpendCollection = {
@@ -55,4 +62,5 @@ export const daily: SpendCollection = {
   rangeSchema: Type.String({ format: 'date', description: 'Inclusive bound of date, YYYY-MM-DD.' }),
   periodValue: (date) => date,
   periodsOfDay: (date) => [date, date],
+  listNeedsAccount: false,
 };

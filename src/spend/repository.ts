@@ -13,7 +13,8 @@ export interface PeriodRange {
 }
 
 export interface SpendFilter {
-  platform_account_id: string;
+  /** Absent: every account. */
+  platform_account_id?: string;
   campaign_id?: string;
   adset_id?: string;
   ad_id?: string;
@@ -30,7 +31,8 @@ export interface SpendMatch {
 
 const KEY = 'platform_account_id, period, platform_name, campaign_id, adset_id, ad_id';
 const VALUES = 'campaign_name, adset_name, ad_name, spend, spend_currency, impressions, clicks';
-const ORDER = 'period, platform_name, campaign_id, adset_id, ad_id';
+// The account sorts records of one platform apart; a list of one account is in the index's order.
+const ORDER = 'period, platform_name, platform_account_id, campaign_id, adset_id, ad_id';
 
 export type SpendRepository = ReturnType<typeof createSpendRepository>;
 
@@ -88,9 +90,31 @@ export function createSpendRepository(db: Database, collection: SpendCollection)
       RETURNING s.*)
     SELECT ${recordsJson('u', 'i.n')} FROM upserted u JOIN input i USING (${KEY})`;
 
-  const filter = `client_id = $1 AND environment = $2 AND platform_account_id = $3
-      AND period BETWEEN $4::${sqlType} AND $5::${sqlType}
-      AND ($6::text IS NULL OR campaign_id = $6) AND ($7::text IS NULL OR adset_id = $7) AND ($8::text IS NULL OR ad_id = $8)`;
+  // The keys of a list query's records: those of one account ($10), or of every account the
+  // client has sent spend for (ad_accounts), each read from the primary key's index as one
+  // account's list is (OFFSET 0 keeps the lookup per account: a join planned without statistics
+  // could scan the table instead).
+  const ofAccount = (account: string) => `SELECT ${KEY} FROM ${table}
+     WHERE client_id = $1 AND environment = $2 AND platform_account_id = ${account}
+       AND period BETWEEN $3::${sqlType} AND $4::${sqlType}
+       AND ($5::text IS NULL OR campaign_id = $5) AND ($6::text IS NULL OR adset_id = $6) AND ($7::text IS NULL OR ad_id = $7)`;
+  const everyAccount = `SELECT k.* FROM (SELECT DISTINCT platform_account_id FROM ad_accounts WHERE client_id = $1 AND environment = $2) a
+     CROSS JOIN LATERAL (${ofAccount('a.platform_account_id')} OFFSET 0) k`;
+
+  // One page of `keys` and their count, in one statement so that the two agree. The page is
+  // found on the key columns alone, which the primary key index holds (for one account OFFSET
+  // walks the index in its order; across accounts their keys are sorted), without reading table
+  // rows; then only the page's rows are read, one index lookup each (OFFSET 0 as above).
+  const listSql = (keys: string) => `SELECT (SELECT count(*)::int FROM (${keys}) k) AS total,
+      (SELECT ${recordsJson('s', ORDER.split(', ').map((column) => `k.${column}`).join(', '))}
+         FROM (SELECT * FROM (${keys}) k ORDER BY ${ORDER} LIMIT $8 OFFSET $9) k
+        CROSS JOIN LATERAL (
+          SELECT * FROM ${table} s
+           WHERE s.client_id = $1 AND s.environment = $2
+             AND ${KEY.split(', ').map((column) => `s.${column} = k.${column}`).join(' AND ')}
+          OFFSET 0) s) AS items`;
+  const listOneAccount = listSql(ofAccount('$10'));
+  const listEveryAccount = listSql(everyAccount);
 
   const one = async (sql: string, params: unknown[]) => (await db.query<{ items: string }>(sql, params))[0]!.items;
 
@@ -105,37 +129,23 @@ export function createSpendRepository(db: Database, collection: SpendCollection)
     preview: (bodyJson: string) => one(`WITH ${input} SELECT ${recordsJson('i', 'i.n')} FROM input i`, [bodyJson]),
 
     /**
-     * One page of one account's records in a range, by period, platform, campaign, adset, ad,
-     * and how many there are: one statement, so the two agree.
-     *
-     * The page is found on the key columns alone, which the primary key index holds, so OFFSET
-     * walks the index without reading table rows; then only the page's rows are read, one index
-     * lookup each (OFFSET 0 keeps the planner from turning those lookups into a join it might
-     * plan as a scan while the table has no statistics yet).
+     * One page of the records of one account, or of every account when `by` names none, in a
+     * range, by period, platform, account, campaign, adset, ad, and how many there are.
      */
     async list(tenant: Tenant, by: SpendFilter, range: PeriodRange, page: number, pageSize: number) {
-      const [row] = await db.query<{ items: string; total: number }>(
-        `SELECT (SELECT count(*)::int FROM ${table} WHERE ${filter}) AS total,
-                (SELECT ${recordsJson('s', ORDER.split(', ').map((column) => `k.${column}`).join(', '))}
-                   FROM (SELECT ${KEY} FROM ${table} WHERE ${filter} ORDER BY ${ORDER} LIMIT $9 OFFSET $10) k
-                  CROSS JOIN LATERAL (
-                    SELECT * FROM ${table} s
-                     WHERE s.client_id = $1 AND s.environment = $2
-                       AND ${KEY.split(', ').map((column) => `s.${column} = k.${column}`).join(' AND ')}
-                    OFFSET 0) s) AS items`,
-        [
-          tenant.clientId,
-          tenant.environment,
-          by.platform_account_id,
-          range.from,
-          range.to,
-          by.campaign_id ?? null,
-          by.adset_id ?? null,
-          by.ad_id ?? null,
-          pageSize,
-          (page - 1) * pageSize,
-        ],
-      );
+      const account = by.platform_account_id;
+      const [row] = await db.query<{ items: string; total: number }>(account === undefined ? listEveryAccount : listOneAccount, [
+        tenant.clientId,
+        tenant.environment,
+        range.from,
+        range.to,
+        by.campaign_id ?? null,
+        by.adset_id ?? null,
+        by.ad_id ?? null,
+        pageSize,
+        (page - 1) * pageSize,
+        ...(account === undefined ? [] : [account]),
+      ]);
       return row!;
     },
 

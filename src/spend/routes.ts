@@ -87,7 +87,7 @@ export const spendRoutes: FastifyPluginAsyncTypebox<SpendRouteOptions> = async (
       config,
       schema: {
         summary: `List ${noun}s`,
-        description: `Records of one platform_account_id for one date, or an inclusive range of ${timeField}, a page at a time.`,
+        description: `Records of one platform_account_id${collection.listNeedsAccount ? '' : ' (every account when left out)'} for one date, or an inclusive range of ${timeField}, a page at a time.`,
         querystring: schemas.ListQuery,
         response: { 200: schemas.RecordPage, ...errors },
       },

@@ -91,9 +91,12 @@ export function spendSchemas(collection: SpendCollection) {
   );
 
   const [rangeStart, rangeEnd] = collection.rangeParams;
+  const account = Type.String({
+    description: `The ad platform account ("" for records sent without one)${collection.listNeedsAccount ? '' : '; left out, every account of the client'}.`,
+  });
   const ListQuery = Type.Object(
     {
-      platform_account_id: Type.String({ description: 'The ad platform account ("" for records sent without one).' }),
+      platform_account_id: collection.listNeedsAccount ? account : Type.Optional(account),
       date: Type.Optional(Type.String({ format: 'date', description: `One UTC day, instead of ${rangeStart} and ${rangeEnd}.` })),
       [rangeStart]: Type.Optional(collection.rangeSchema),
       [rangeEnd]: Type.Optional(collection.rangeSchema),
