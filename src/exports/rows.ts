@@ -177,15 +177,10 @@ export function exportRowsSql(query: ExportRowsQuery): { sql: string; params: un
   if (attributed) columns.push(...ATTRIBUTION_COLUMNS);
   const sums = [...SPEND_SUMS, ...(withOrders ? ORDER_SUMS.map(([sum]) => sum) : [])];
   // An attributed export's aov is that of its rows' attributed orders.
-  const computed = [
+  const metrics = [
     ...SPEND_METRICS,
     ...(withOrders ? ORDER_METRICS.filter(([metric]) => !(attributed && metric === 'aov')) : []),
     ...(attributed ? attributionMetrics(ratio, RATIO_SCALE) : []),
-  ];
-  // A metric's alias is its column again, under the alias.
-  const metrics = [
-    ...computed,
-    ...Object.entries(METRIC_ALIASES).flatMap(([alias, id]) => computed.filter(([metric]) => metric === id).map(([, expression]): [string, string] => [alias, expression])),
   ];
   // An hour of spend is in the period when it starts in it; orders, refunds and touchpoints are
   // taken by the same rule, so no hour is cut short (a local midnight is not always an hour's start).
@@ -358,6 +353,10 @@ export function planRowsSql(tenant: Tenant, plan: ExportPlan): { sql: string; pa
   return {
     sql,
     params,
-    columns: [...dimensions.map((name) => ({ name, header: name })), ...plan.metrics.map(({ id, label }) => ({ name: id, header: label }))],
+    // An alias (imprs) is its metric's column (impressions) under the alias's header.
+    columns: [
+      ...dimensions.map((name) => ({ name, header: name })),
+      ...plan.metrics.map(({ id, label }) => ({ name: METRIC_ALIASES[id] ?? id, header: label })),
+    ],
   };
 }
