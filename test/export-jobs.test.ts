@@ -126,6 +126,16 @@ test('a job that keeps failing ends as ERROR with the reason in warn, after the 
   assert.deepEqual(job!.files, []);
 });
 
+/** Asserts a stopped worker handed the job back untouched, then finishes it: another worker can take it at once. */
+async function assertHandedBack(tenant: Tenant, id: string) {
+  const job = await jobs.find(tenant, id);
+  assert.equal(job?.status, 'PENDING');
+  assert.equal(job?.attempts, 0);
+  const again = await claim(30);
+  assert.equal(again?.export_id, id, 'another worker can take it at once');
+  await jobs.finish(again!, { status: 'SUCCESS', files: [] });
+}
+
 test('stopping a worker hands the jobs in hand back, untouched', async () => {
   const tenant = await newTenant();
   const [id] = await createJobs(tenant, 1);
@@ -140,12 +150,7 @@ test('stopping a worker hands the jobs in hand back, untouched', async () => {
   });
   await running;
   await stopped.stop();
-  const job = await jobs.find(tenant, id!);
-  assert.equal(job?.status, 'PENDING');
-  assert.equal(job?.attempts, 0);
-  const again = await claim(30);
-  assert.equal(again?.export_id, id, 'another worker can take it at once');
-  await jobs.finish(again!, { status: 'SUCCESS', files: [] });
+  await assertHandedBack(tenant, id!);
 });
 
 test('a job claimed while the worker was stopping is handed back, untouched, and the worker stops', { timeout: 20_000 }, async () => {
@@ -155,7 +160,7 @@ test('a job claimed while the worker was stopping is handed back, untouched, and
   const inClaim = new Promise<void>((resolve) => (claiming = resolve));
   let finishClaim!: () => void;
   const claimMayFinish = new Promise<void>((resolve) => (finishClaim = resolve));
-  const stopped = startExportWorker({
+  const stopped = worker({
     jobs: {
       ...jobs,
       claim: async (...args) => {
@@ -165,22 +170,13 @@ test('a job claimed while the worker was stopping is handed back, untouched, and
       },
     },
     concurrency: 1,
-    leaseSeconds: 30,
-    maxRunningPerClient: MAX_RUNNING,
-    pollMs: 10,
-    maxAttempts: 3,
     produce: (_job, signal) => new Promise((_, reject) => signal.addEventListener('abort', () => reject(new Error('aborted')))),
   });
   await inClaim;
   const stopping = stopped.stop();
   finishClaim();
   await stopping;
-  const job = await jobs.find(tenant, id!);
-  assert.equal(job?.status, 'PENDING');
-  assert.equal(job?.attempts, 0);
-  const again = await claim(30);
-  assert.equal(again?.export_id, id, 'another worker can take it at once');
-  await jobs.finish(again!, { status: 'SUCCESS', files: [] });
+  await assertHandedBack(tenant, id!);
 });
 
 test('a worker that lost its lease stops its run and cannot finish the job', async () => {
