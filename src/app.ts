@@ -24,7 +24,7 @@ import { ApiError, registerErrorHandling, sendError } from './http/errors.js';
 import { registerJsonBody, registerQueryCheck } from './http/json-body.js';
 import { createValidatorCompiler } from './http/request-validator.js';
 import { createOrderRepository } from './orders/repository.js';
-import { orderRoutes } from './orders/routes.js';
+import { LEGACY_UPSERT, orderRoutes, orderUpsertRoute } from './orders/routes.js';
 import { createRateLimits, registerRateLimits, type RateLimits } from './rate-limit/limits.js';
 import { daily, hourly } from './spend/collection.js';
 import { createSpendRepository } from './spend/repository.js';
@@ -155,7 +155,9 @@ export async function buildApp({ config, db, environment, logger, onExportCreate
     api.addHook('onRoute', (route) => {
       route.schema = { security: [{ api_key: [], client_id: [] }], ...route.schema };
     });
-    await api.register(orderRoutes, { prefix: '/v2/orders', orders: createOrderRepository(db) });
+    const orders = createOrderRepository(db);
+    await api.register(orderRoutes, { prefix: '/v2/orders', orders });
+    await api.register(orderUpsertRoute, { prefix: '/v1/orders', orders, path: LEGACY_UPSERT });
     await api.register(attributionRoutes, { prefix: '/v2/orders', explainer: createAttributionExplainer(db) });
     for (const collection of [hourly, daily]) {
       await api.register(spendRoutes, { prefix: collection.prefix, collection, spend: createSpendRepository(db, collection) });

@@ -332,6 +332,16 @@ const WRITES: Probe[] = [
     },
   },
   {
+    what: 'upserts the same orders on the old path: replaces its own',
+    method: 'POST',
+    route: '/v1/orders',
+    payload: bOrders,
+    check(response) {
+      const { inserted, updated, warnings } = expectStatus(response, 200);
+      assert.deepEqual({ inserted, updated, warnings }, { inserted: 0, updated: 2, warnings: [] });
+    },
+  },
+  {
     what: "attaches A's other alias to another order of its own: added, no conflict",
     method: 'POST',
     route: '/v2/orders/aliases',

@@ -81,22 +81,23 @@ export function createOrderRepository(db: Database) {
     /**
      * Inserts or replaces every order of `batchJson` (a JSON array of orders, as received, so that
      * amounts are stored from their decimal text, never through a binary float) and attaches the
-     * aliases. One transaction: all of it is stored, or none.
+     * aliases. `defaults` holds the fields an order that leaves them out is stored with. One
+     * transaction: all of it is stored, or none.
      */
-    upsert(tenant: Tenant, batchJson: string, aliases: readonly AliasToAttach[]) {
+    upsert(tenant: Tenant, batchJson: string, aliases: readonly AliasToAttach[], defaults: Record<string, unknown> = {}) {
       return db.transaction(async (tx) => {
         // Sorted by order_id as the key is (byte-wise), so that concurrent batches lock rows in one order.
         // updated_at is read from the clock after the row lock is held, so it never goes back.
         const rows = await tx.query<{ inserted: boolean }>(
           `INSERT INTO orders AS o (client_id, environment, order_id, time_of_purchase, body, created_at, updated_at)
            SELECT $1, $2, b.body->>'order_id', (b.body->>'time_of_purchase')::timestamptz,
-                  b.body - 'alternate_order_ids', now(), now()
+                  $4::jsonb || (b.body - 'alternate_order_ids'), now(), now()
              FROM jsonb_array_elements($3::jsonb) AS b(body)
             ORDER BY b.body->>'order_id' COLLATE "C"
            ON CONFLICT (client_id, environment, order_id) DO UPDATE SET
              time_of_purchase = excluded.time_of_purchase, body = excluded.body, updated_at = clock_timestamp()
            RETURNING (xmax = 0) AS inserted`,
-          [tenant.clientId, tenant.environment, batchJson],
+          [tenant.clientId, tenant.environment, batchJson, JSON.stringify(defaults)],
         );
         await attachAliases(tx, tenant, aliases);
         const inserted = rows.filter((row) => row.inserted).length;

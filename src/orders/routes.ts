@@ -7,11 +7,13 @@ import { AliasConflictError, UnknownOrdersError, type AliasToAttach, type OrderR
 import {
   AliasRequest,
   AliasResult,
+  LegacyOrderBatch,
   OrderBatch,
   OrderListQuery,
   OrderPage,
   UpsertResult,
   type Order,
+  type OrderAsSent,
 } from './schema.js';
 import { orderWarnings } from './warnings.js';
 
@@ -24,7 +26,7 @@ interface RequestedAlias extends AliasToAttach {
   loc: string;
 }
 
-export function aliasesOf(orders: readonly Order[]): RequestedAlias[] {
+export function aliasesOf(orders: readonly OrderAsSent[]): RequestedAlias[] {
   return orders.flatMap((order, index) =>
     (order.alternate_order_ids ?? []).map((alias, a) => ({
       order_id: order.order_id,
@@ -47,6 +49,15 @@ function aliasesGivenTwice(aliases: readonly RequestedAlias[]): ErrorItem[] {
   });
 }
 
+/**
+ * Rules the schema cannot hold: an alias claimed by two orders of the request, and amounts out
+ * of bounds by less than a binary float can tell (checked as exact decimals).
+ */
+async function checkBatch(orders: OrderRepository, batchJson: string, aliases: readonly RequestedAlias[]) {
+  const problems = [...aliasesGivenTwice(aliases), ...(await orders.amountProblems(batchJson))];
+  if (problems.length > 0) throw invalidRequest(problems);
+}
+
 function conflictError(error: AliasConflictError, aliases: readonly RequestedAlias[]): ApiError {
   return new ApiError(
     400,
@@ -63,35 +74,58 @@ function conflictError(error: AliasConflictError, aliases: readonly RequestedAli
   );
 }
 
-export const orderRoutes: FastifyPluginAsyncTypebox<{ orders: OrderRepository }> = async (app, { orders }) => {
-  /**
-   * Rules the schema cannot hold: an alias claimed by two orders of the request, and amounts out
-   * of bounds by less than a binary float can tell (checked as exact decimals).
-   */
-  async function checkBatch(batchJson: string, aliases: readonly RequestedAlias[]) {
-    const problems = [...aliasesGivenTwice(aliases), ...(await orders.amountProblems(batchJson))];
-    if (problems.length > 0) throw invalidRequest(problems);
-  }
+/** How a path takes an order upsert: the current one, or the old one the vendor's Magento module still posts to. */
+export interface UpsertPath {
+  body: typeof OrderBatch | typeof LegacyOrderBatch;
+  /** Fields an order that leaves them out is stored with. */
+  defaults: Partial<Order>;
+  /** Only the old path: answered as deprecated (RFC 9745) since this instant, with a link to the path that replaces it. */
+  deprecated?: { since: Date; successor: string };
+}
 
+export const CURRENT_UPSERT: UpsertPath = { body: OrderBatch, defaults: {} };
+export const LEGACY_UPSERT: UpsertPath = {
+  body: LegacyOrderBatch,
+  defaults: { shipping_cost: 0 },
+  deprecated: { since: new Date('2026-11-23T00:00:00Z'), successor: '/v2/orders' },
+};
+
+/** The order upsert, on the path its prefix names, taking orders as `path` says. */
+export const orderUpsertRoute: FastifyPluginAsyncTypebox<{ orders: OrderRepository; path: UpsertPath }> = async (app, { orders, path }) => {
+  const { deprecated } = path;
+  const deprecation = deprecated && {
+    deprecation: `@${Math.floor(deprecated.since.getTime() / 1000)}`,
+    link: `<${deprecated.successor}>; rel="successor-version"`,
+  };
   app.post(
     '',
     {
       config: { rateLimit: 'orderWrites' },
+      // Set before validation, so that the old path's refusals say it is deprecated too.
+      ...(deprecation && {
+        onRequest: async (_request, reply) => {
+          reply.headers(deprecation);
+        },
+      }),
       schema: {
-        summary: 'Upsert orders',
-        description: 'Inserts each order, or replaces it wholesale when its order_id exists. All or nothing.',
-        body: OrderBatch,
+        summary: deprecated ? 'Upsert orders (old path)' : 'Upsert orders',
+        description: deprecated
+          ? `The old path of ${deprecated.successor}, for clients that still post here: the same upsert, with shipping_cost 0 when left out.`
+          : 'Inserts each order, or replaces it wholesale when its order_id exists. All or nothing.',
+        deprecated: deprecated !== undefined,
+        body: path.body,
         response: { 200: UpsertResult, ...errors },
       },
     },
     async (request) => {
-      const batch = request.body;
+      // Validated by either path's schema, both of which take orders as sent.
+      const batch = request.body as OrderAsSent[];
       const aliases = aliasesOf(batch);
-      await checkBatch(request.rawBody!, aliases);
+      await checkBatch(orders, request.rawBody!, aliases);
       let result = { inserted: batch.length, updated: 0 };
       if (!request.tenant.dryRun) {
         try {
-          result = await orders.upsert(request.tenant, request.rawBody!, aliases);
+          result = await orders.upsert(request.tenant, request.rawBody!, aliases, path.defaults);
         } catch (error) {
           throw error instanceof AliasConflictError ? conflictError(error, aliases) : error;
         }
@@ -104,6 +138,10 @@ export const orderRoutes: FastifyPluginAsyncTypebox<{ orders: OrderRepository }>
       };
     },
   );
+};
+
+export const orderRoutes: FastifyPluginAsyncTypebox<{ orders: OrderRepository }> = async (app, { orders }) => {
+  await app.register(orderUpsertRoute, { orders, path: CURRENT_UPSERT });
 
   app.post(
     '/aliases',

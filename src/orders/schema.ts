@@ -1,4 +1,4 @@
-import { Type, type Static } from 'typebox';
+import { Type, type Static, type TSchema } from 'typebox';
 import { COUNTRY_CODES, CURRENCY_CODES } from '../reference-codes.js';
 import { PageQuery, pageOf } from '../http/pagination.js';
 import type { NumberBounds } from '../http/exact-numbers.js';
@@ -112,25 +112,36 @@ const orderProperties = {
   alternate_order_ids: Type.Optional(Type.Array(Alias, { maxItems: ORDER_LIST_LIMITS.aliases, description: 'Aliases to add to the order.' })),
 };
 
-export const Order = Type.Object(orderProperties, {
+const orderOptions = {
   additionalProperties: false,
   'x-exclusive': [
     ['customer_email', 'hashed_customer_email'],
     ['customer_phone_number', 'hashed_customer_phone_number'],
   ],
   'x-distinct': ['order_id', 'customer_id'],
-});
+};
+
+export const Order = Type.Object(orderProperties, orderOptions);
 export type Order = Static<typeof Order>;
 
-export const OrderBatch = Type.Array(Order, {
-  minItems: 1,
-  maxItems: MAX_ORDERS_PER_REQUEST,
-  'x-unique-by': ['order_id'],
-  'x-messages': {
-    maxItems: `At most ${MAX_ORDERS_PER_REQUEST} orders per request: split the batch`,
-    'x-unique-by': 'Duplicate order_id in this batch: each order may appear once',
-  },
-});
+/** An order on the old path (`POST /v1/orders`), whose clients leave shipping_cost out: it is then 0. */
+export const LegacyOrder = Type.Object({ ...orderProperties, shipping_cost: Type.Optional(orderProperties.shipping_cost) }, orderOptions);
+/** An order as either path takes it. */
+export type OrderAsSent = Static<typeof LegacyOrder>;
+
+const batchOf = <T extends TSchema>(order: T) =>
+  Type.Array(order, {
+    minItems: 1,
+    maxItems: MAX_ORDERS_PER_REQUEST,
+    'x-unique-by': ['order_id'],
+    'x-messages': {
+      maxItems: `At most ${MAX_ORDERS_PER_REQUEST} orders per request: split the batch`,
+      'x-unique-by': 'Duplicate order_id in this batch: each order may appear once',
+    },
+  });
+
+export const OrderBatch = batchOf(Order);
+export const LegacyOrderBatch = batchOf(LegacyOrder);
 
 export const Warning = Type.Object({
   order_id: Type.String(),

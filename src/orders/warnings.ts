@@ -1,5 +1,5 @@
 import { isEmail } from '../http/validation.js';
-import type { Order, Warning } from './schema.js';
+import type { OrderAsSent, Warning } from './schema.js';
 
 const SHA256_HEX = /^[0-9a-f]{64}$/i;
 
@@ -7,7 +7,7 @@ const SHA256_HEX = /^[0-9a-f]{64}$/i;
  * The specification's "should" rules. Breaking one does not reject the order: the caller is
  * told, and the order is stored as sent.
  */
-export function orderWarnings(orders: readonly Order[]): Warning[] {
+export function orderWarnings(orders: readonly OrderAsSent[]): Warning[] {
   const warnings: Warning[] = [];
   orders.forEach((order, index) => {
     const warn = (path: string, msg: string) => warnings.push({ order_id: order.order_id, loc: `body/${index}/${path}`, msg });
