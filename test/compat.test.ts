@@ -74,7 +74,7 @@ after(async () => {
 test("the Magento module's order, posted to the old path with the raw key, is stored with shipping_cost 0 and answered as deprecated", async () => {
   const response = await postLegacy(apiKey, MAGENTO_ORDER_TEXT);
   assert.equal(response.statusCode, 200, response.body);
-  assert.deepEqual({ ...response.json(), request_id: undefined }, { message: 'Upserted 1 order', inserted: 1, updated: 0, warnings: [], request_id: undefined });
+  assert.deepEqual({ ...(response.json() as object), request_id: undefined }, { message: 'Upserted 1 order', inserted: 1, updated: 0, warnings: [], request_id: undefined });
   assert.equal(response.headers.deprecation, DEPRECATED_SINCE);
   assert.equal(response.headers.link, SUCCESSOR_LINK);
 
