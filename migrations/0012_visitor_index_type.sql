@@ -8,6 +8,10 @@
 -- columns together can hold far more (seven ids of up to 255 characters, a customer id of up to
 -- 4,096): valid touchpoints would be refused. The period's touchpoints are read from the heap,
 -- which holds them in the order they arrive: for touchpoints sent as they happen, time order.
+--
+-- Migrations run in one transaction, so the index is rebuilt with touchpoints locked against
+-- writes (reads go on) for as long as the build takes; a store with many millions of
+-- touchpoints should apply it at a quiet hour (`npx tributary migrate`).
 
 DROP INDEX touchpoints_by_visitor;
 CREATE INDEX touchpoints_by_visitor ON touchpoints (client_id, environment, visitor_id, occurred_at) INCLUDE (type) WHERE visitor_id IS NOT NULL;
