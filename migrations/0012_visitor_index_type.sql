@@ -9,8 +9,8 @@
 -- 4,096): valid touchpoints would be refused. The period's touchpoints are read from the heap,
 -- which holds them in the order they arrive: for touchpoints sent as they happen, time order.
 --
--- Migrations run in one transaction, so the index is rebuilt with touchpoints locked against
--- writes (reads go on) for as long as the build takes; a store with many millions of
+-- Migrations run in one transaction, and dropping an index locks its table: reads and writes of
+-- touchpoints wait for as long as the new index takes to build. A store with many millions of
 -- touchpoints should apply it at a quiet hour (`npx tributary migrate`).
 
 DROP INDEX touchpoints_by_visitor;
