@@ -1,4 +1,6 @@
 import assert from 'node:assert/strict';
+import http from 'node:http';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { after, describe, test } from 'node:test';
 import {
   listOrders,
@@ -668,6 +670,39 @@ describe('listing', () => {
       { page: whole.page, page_size: whole.page_size, total_pages: whole.total_pages, total_count: whole.total_count },
       { page: 1, page_size: 2_500, total_pages: 1, total_count: 2_500 },
     );
+  });
+
+  test('a client going away mid-answer stops the reading and closes the cursor', async () => {
+    const client = await service.createClient();
+    // About 10 MB of orders: far more than socket buffers hold, so the answer waits for its reader.
+    const products = Array.from({ length: 40 }, (_, i) => ({ id: `p-${i}`, name: 'x'.repeat(200), quantity: 1, price: 10 }));
+    const orders = Array.from({ length: 1000 }, (_, i) => minimalOrder(`big-${i}`, { products, purchase_total: 400 }));
+    assert.equal((await postOrders(service.production, client, orders)).statusCode, 200);
+    // The cursor is a held cursor of the embedded store's one session, or a transaction open on PostgreSQL.
+    const openCursors = async () => {
+      const [row] = await service.db.query<{ open: number }>(
+        service.db.kind === 'pglite'
+          ? 'SELECT count(*)::int AS open FROM pg_cursors WHERE is_holdable'
+          : `SELECT count(*)::int AS open FROM pg_stat_activity
+              WHERE datname = current_database() AND pid <> pg_backend_pid() AND xact_start IS NOT NULL`,
+      );
+      return row!.open;
+    };
+    const until = async (what: string, done: () => Promise<boolean>) => {
+      for (const started = Date.now(); !(await done()); await sleep(20)) {
+        assert.ok(Date.now() - started < 10_000, `timed out waiting until ${what}`);
+      }
+    };
+
+    const address = await service.production.listen({ port: 0, host: '127.0.0.1' });
+    const response = await new Promise<http.IncomingMessage>((resolve, reject) =>
+      http.get(`${address}/v2/orders?start_date=2024-03-08&end_date=2024-03-08`, { headers: client.headers }, resolve).on('error', reject),
+    );
+    assert.equal(response.statusCode, 200);
+    response.pause();
+    await until('the cursor is open', async () => (await openCursors()) === 1);
+    response.destroy();
+    await until('the cursor is closed', async () => (await openCursors()) === 0);
   });
 
   test('page or page_size alone pages as before, with the other at its default', async () => {
