@@ -230,7 +230,7 @@ describe('tenant isolation', () => {
 
     const empty = await listOrders(service.production, b, RANGE);
     assert.equal(empty.statusCode, 200, empty.body);
-    assert.deepEqual(empty.json(), { data: [], page: 1, page_size: 1000, total_pages: 0, total_count: 0 });
+    assert.deepEqual(empty.json(), { data: [], page: 1, page_size: 0, total_pages: 0, total_count: 0 });
 
     // Same order_id and same alias from B: B's own new order, no conflict with A's alias.
     const mine = minimalOrder('shared-id', { customer_id: 'b-customer', alternate_order_ids: [{ type: 'shopify', id: 'S-1' }] });

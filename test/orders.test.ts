@@ -1,4 +1,6 @@
 import assert from 'node:assert/strict';
+import http from 'node:http';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { after, describe, test } from 'node:test';
 import {
   listOrders,
@@ -641,7 +643,86 @@ describe('listing', () => {
 
   test('an empty range has zero pages and the default page size', async () => {
     const client = await clientWithOrders(0);
-    assert.deepEqual(await storedOrders(client), { data: [], page: 1, page_size: 1000, total_pages: 0, total_count: 0 });
+    assert.deepEqual(await storedOrders(client, { ...WHOLE_RANGE, page: 1 }), { data: [], page: 1, page_size: 1000, total_pages: 0, total_count: 0 });
+    assert.deepEqual(await storedOrders(client), { data: [], page: 1, page_size: 0, total_pages: 0, total_count: 0 });
+  });
+
+  test('without page and page_size every order of the range comes in one answer, as the pages have them', async () => {
+    const client = await service.createClient();
+    const day = (n: number) => `2024-03-${String(n).padStart(2, '0')}`;
+    // 2,500 orders on 2 to 4 March, and some on the days around them that the range leaves out.
+    const orders = Array.from({ length: 2_600 }, (_, i) =>
+      minimalOrder(`u-${i}`, { time_of_purchase: `${day(i < 50 ? 1 : i < 100 ? 5 : 2 + (i % 3))}T${String(i % 24).padStart(2, '0')}:00:00Z` }),
+    );
+    for (let from = 0; from < orders.length; from += 1000) {
+      assert.equal((await postOrders(service.production, client, orders.slice(from, from + 1000))).statusCode, 200);
+    }
+    const other = await service.createClient();
+    assert.equal((await postOrders(service.production, other, [minimalOrder('u-7', { time_of_purchase: `${day(3)}T00:00:00Z` })])).statusCode, 200);
+
+    const range = { start_date: day(2), end_date: day(4) };
+    const whole = await storedOrders(client, range);
+    const paged = [];
+    for (const page of [1, 2, 3]) paged.push(...(await storedOrders(client, { ...range, page })).data);
+    assert.equal(whole.data.length, 2_500);
+    assert.deepEqual(whole.data, paged);
+    assert.deepEqual(
+      { page: whole.page, page_size: whole.page_size, total_pages: whole.total_pages, total_count: whole.total_count },
+      { page: 1, page_size: 2_500, total_pages: 1, total_count: 2_500 },
+    );
+  });
+
+  test('a client going away mid-answer stops the reading and closes the cursor', async () => {
+    const client = await service.createClient();
+    // About 10 MB of orders: far more than socket buffers hold, so the answer waits for its reader.
+    const products = Array.from({ length: 40 }, (_, i) => ({ id: `p-${i}`, name: 'x'.repeat(200), quantity: 1, price: 10 }));
+    const orders = Array.from({ length: 1000 }, (_, i) => minimalOrder(`big-${i}`, { products, purchase_total: 400 }));
+    assert.equal((await postOrders(service.production, client, orders)).statusCode, 200);
+    // The cursor is a held cursor of the embedded store's one session, or a transaction open on PostgreSQL.
+    const openCursors = async () => {
+      const [row] = await service.db.query<{ open: number }>(
+        service.db.kind === 'pglite'
+          ? 'SELECT count(*)::int AS open FROM pg_cursors WHERE is_holdable'
+          : `SELECT count(*)::int AS open FROM pg_stat_activity
+              WHERE datname = current_database() AND pid <> pg_backend_pid() AND xact_start IS NOT NULL`,
+      );
+      return row!.open;
+    };
+    const until = async (what: string, done: () => Promise<boolean>) => {
+      for (const started = Date.now(); !(await done()); await sleep(20)) {
+        assert.ok(Date.now() - started < 10_000, `timed out waiting until ${what}`);
+      }
+    };
+
+    const address = await service.production.listen({ port: 0, host: '127.0.0.1' });
+    const response = await new Promise<http.IncomingMessage>((resolve, reject) =>
+      http.get(`${address}/v2/orders?start_date=2024-03-08&end_date=2024-03-08`, { headers: client.headers }, resolve).on('error', reject),
+    );
+    assert.equal(response.statusCode, 200);
+    response.pause();
+    await until('the cursor is open', async () => (await openCursors()) === 1);
+    response.destroy();
+    await until('the cursor is closed', async () => (await openCursors()) === 0);
+  });
+
+  test('page or page_size alone pages as before, with the other at its default', async () => {
+    const client = await clientWithOrders(5);
+    const first = await storedOrders(client, { ...WHOLE_RANGE, page_size: 2 });
+    assert.deepEqual([first.page, first.page_size, first.total_pages, first.data.length], [1, 2, 3, 2]);
+    const second = await storedOrders(client, { ...WHOLE_RANGE, page: 2 });
+    assert.deepEqual([second.page, second.page_size, second.total_pages, second.total_count, second.data], [2, 1000, 1, 5, []]);
+  });
+
+  test('the UAT test credentials get an empty answer, paged or not', async () => {
+    const headers = { headers: { authorization: 'None', 'data-client-id': 'test' } };
+    for (const [query, paging] of [
+      [WHOLE_RANGE, { page: 1, page_size: 0, total_pages: 0, total_count: 0 }],
+      [{ ...WHOLE_RANGE, page_size: 10 }, { page: 1, page_size: 10, total_pages: 0, total_count: 0 }],
+    ] as const) {
+      const response = await listOrders(service.uat, headers, query);
+      assert.equal(response.statusCode, 200, response.body);
+      assert.deepEqual(response.json(), { data: [], ...paging });
+    }
   });
 
   test('both ends of the date range are inclusive', async () => {

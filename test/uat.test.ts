@@ -175,6 +175,6 @@ describe('public test credentials', () => {
     await upsert(service.uat, client, [minimalOrder('visible-to-its-client-only')]);
     const response = await listOrders(service.uat, TEST_CREDENTIALS, RANGE);
     assert.equal(response.statusCode, 200, response.body);
-    assert.deepEqual(response.json(), { data: [], page: 1, page_size: 1000, total_pages: 0, total_count: 0 });
+    assert.deepEqual(response.json(), { data: [], page: 1, page_size: 0, total_pages: 0, total_count: 0 });
   });
 });

@@ -16,7 +16,37 @@ export interface Database extends Queryable {
   readonly kind: 'postgres' | 'pglite';
   /** Runs `work` in one transaction, committed when it resolves and rolled back when it throws. */
   transaction<T>(work: (tx: Queryable) => Promise<T>): Promise<T>;
+  /**
+   * Reads the rows of `sql` through a cursor, `batchSize` rows at a time, each batch handed to
+   * `onBatch` and awaited before the next is fetched: memory holds one batch however many rows
+   * there are. Never run again on a lost race, since batches may already have been used.
+   */
+  eachBatch<R = Row>(sql: string, params: readonly unknown[], batchSize: number, onBatch: (rows: R[]) => Promise<void>): Promise<void>;
   close(): Promise<void>;
+}
+
+let cursorsDeclared = 0;
+
+/**
+ * The cursor loop of `eachBatch`. `hold` declares it WITH HOLD, so that it outlives the statement
+ * declaring it and each FETCH is a statement of its own; such a cursor is closed here, whatever happens.
+ */
+export async function readThroughCursor<R>(
+  q: Queryable,
+  { sql, params, batchSize, hold }: { sql: string; params: readonly unknown[]; batchSize: number; hold: boolean },
+  onBatch: (rows: R[]) => Promise<void>,
+): Promise<void> {
+  const name = `rows_${++cursorsDeclared}`;
+  await q.query(`DECLARE ${name} NO SCROLL CURSOR ${hold ? 'WITH HOLD ' : ''}FOR ${sql}`, params);
+  try {
+    for (;;) {
+      const rows = await q.query<R>(`FETCH ${batchSize} FROM ${name}`);
+      await onBatch(rows);
+      if (rows.length < batchSize) break;
+    }
+  } finally {
+    if (hold) await q.query(`CLOSE ${name}`).catch(() => {});
+  }
 }
 
 /** SQLSTATE codes PostgreSQL uses when a transaction lost a race and may simply be run again. */

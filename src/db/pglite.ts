@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { PGlite, type Transaction } from '@electric-sql/pglite';
-import type { Database, Queryable } from './database.js';
+import { readThroughCursor, type Database, type Queryable } from './database.js';
 
 /**
  * Opens the embedded store. `dataDir` undefined keeps everything in memory (tests). A data
@@ -22,6 +22,11 @@ export async function openPglite(dataDir: string | undefined): Promise<Database>
     kind: 'pglite',
     ...queryable(pglite),
     transaction: (work) => pglite.transaction((tx) => work(queryable(tx))),
+    // Not in a transaction, which would hold the store for the whole read: a held cursor runs its
+    // statement once (the result kept by PostgreSQL, on disk past work_mem) and each FETCH is a
+    // statement of its own, so other requests' statements run between batches.
+    eachBatch: (sql, params, batchSize, onBatch) =>
+      readThroughCursor(queryable(pglite), { sql, params, batchSize, hold: true }, onBatch),
     async close() {
       await pglite.close();
       release();

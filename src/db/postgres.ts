@@ -1,5 +1,5 @@
 import pg from 'pg';
-import { withRetry, type Database, type Queryable } from './database.js';
+import { readThroughCursor, withRetry, type Database, type Queryable } from './database.js';
 
 export interface PostgresOptions {
   connectionString: string;
@@ -24,35 +24,38 @@ export function openPostgres({ connectionString, poolSize, queryTimeoutMs }: Pos
   pool.on('error', () => {});
 
   const direct = queryable(pool);
+  async function inTransaction<T>(work: (tx: Queryable) => Promise<T>): Promise<T> {
+    const client = await pool.connect();
+    // A connection lost mid-transaction makes the pending query fail; without a listener the
+    // client's 'error' event would also crash the process.
+    const ignore = () => {};
+    client.on('error', ignore);
+    let broken: Error | undefined;
+    try {
+      await client.query('BEGIN');
+      const result = await work(queryable(client));
+      await client.query('COMMIT');
+      return result;
+    } catch (error) {
+      await client.query('ROLLBACK').catch((rollbackError: Error) => {
+        broken = rollbackError;
+      });
+      throw error;
+    } finally {
+      client.off('error', ignore);
+      client.release(broken); // a client that could not roll back is discarded, not reused
+    }
+  }
+
   return {
     kind: 'postgres',
     // One statement is atomic, so one that lost a race can simply run again.
     query: (text, params) => withRetry(() => direct.query(text, params)),
     exec: direct.exec,
-    transaction<T>(work: (tx: Queryable) => Promise<T>) {
-      return withRetry(async () => {
-        const client = await pool.connect();
-        // A connection lost mid-transaction makes the pending query fail; without a listener the
-        // client's 'error' event would also crash the process.
-        const ignore = () => {};
-        client.on('error', ignore);
-        let broken: Error | undefined;
-        try {
-          await client.query('BEGIN');
-          const result = await work(queryable(client));
-          await client.query('COMMIT');
-          return result;
-        } catch (error) {
-          await client.query('ROLLBACK').catch((rollbackError: Error) => {
-            broken = rollbackError;
-          });
-          throw error;
-        } finally {
-          client.off('error', ignore);
-          client.release(broken); // a client that could not roll back is discarded, not reused
-        }
-      });
-    },
+    transaction: (work) => withRetry(() => inTransaction(work)),
+    // The cursor lives in a transaction on one connection of the pool; other connections go on.
+    eachBatch: (sql, params, batchSize, onBatch) =>
+      inTransaction((tx) => readThroughCursor(tx, { sql, params, batchSize, hold: false }, onBatch)),
     close: () => pool.end(),
   };
 }

@@ -9,6 +9,14 @@ export const PageQuery = Type.Object({
   page_size: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_PAGE_SIZE, default: MAX_PAGE_SIZE })),
 });
 
+/** `page` and `page_size` without defaults, for a list that answers everything when neither is given. */
+export const OptionalPageQuery = Type.Object({
+  page: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_PAGE, description: 'Page number, from 1 (1 when only page_size is given).' })),
+  page_size: Type.Optional(
+    Type.Integer({ minimum: 1, maximum: MAX_PAGE_SIZE, description: `Items per page (${MAX_PAGE_SIZE} when only page is given).` }),
+  ),
+});
+
 /** The page asked for; the validator has filled in the defaults. */
 export function pageRequested(query: { page?: number; page_size?: number }): { page: number; pageSize: number } {
   return { page: query.page ?? 1, pageSize: query.page_size ?? MAX_PAGE_SIZE };
@@ -29,6 +37,11 @@ export interface PageInfo {
   page_size: number;
   total_pages: number;
   total_count: number;
+}
+
+/** The paging fields of an answer holding every match: one page of all of them. */
+export function wholeInfo(totalCount: number): PageInfo {
+  return { page: 1, page_size: totalCount, total_pages: totalCount > 0 ? 1 : 0, total_count: totalCount };
 }
 
 export function pageInfo(page: number, pageSize: number, totalCount: number): PageInfo {

@@ -36,6 +36,25 @@ const aliasRecords = (aliases: readonly AliasToAttach[]) =>
 
 const checkAmounts = exactNumberCheck(AMOUNT_BOUNDS);
 
+/** The client's orders ($1, $2) whose time of purchase falls on the UTC days $3 to $4. */
+const IN_RANGE = `client_id = $1 AND environment = $2
+  AND time_of_purchase >= $3::date::timestamp AT TIME ZONE 'UTC'
+  AND time_of_purchase < ($4::date + 1)::timestamp AT TIME ZONE 'UTC'`;
+
+/** The JSON text of order `o` as it was sent, with its aliases and timestamps. */
+const STORED_ORDER = `(o.body || jsonb_build_object(
+  'alternate_order_ids', coalesce(
+    (SELECT jsonb_agg(jsonb_build_object('type', a.alias_type, 'id', a.alias_id)
+                      ORDER BY a.created_at, a.alias_type, a.alias_id)
+       FROM order_aliases a
+      WHERE a.client_id = $1 AND a.environment = $2 AND a.order_id = o.order_id),
+    '[]'::jsonb),
+  'created_at', utc_iso(o.created_at),
+  'updated_at', utc_iso(o.updated_at)))::text`;
+
+/** Orders read per FETCH of an unpaged listing: what memory holds of it at once. */
+const ORDER_BATCH = 500;
+
 export type OrderRepository = ReturnType<typeof createOrderRepository>;
 
 export function createOrderRepository(db: Database) {
@@ -136,25 +155,28 @@ export function createOrderRepository(db: Database) {
      * decimals). One statement, so the count and the page agree.
      */
     async list(tenant: Tenant, range: DateRange, page: number, pageSize: number): Promise<{ items: string; total: number }> {
-      const filter = `client_id = $1 AND environment = $2
-        AND time_of_purchase >= $3::date::timestamp AT TIME ZONE 'UTC'
-        AND time_of_purchase < ($4::date + 1)::timestamp AT TIME ZONE 'UTC'`;
       const [row] = await db.query<{ items: string; total: number }>(
-        `SELECT (SELECT count(*)::int FROM orders WHERE ${filter}) AS total,
-                coalesce((SELECT string_agg((o.body || jsonb_build_object(
-                           'alternate_order_ids', coalesce(
-                             (SELECT jsonb_agg(jsonb_build_object('type', a.alias_type, 'id', a.alias_id)
-                                               ORDER BY a.created_at, a.alias_type, a.alias_id)
-                                FROM order_aliases a
-                               WHERE a.client_id = $1 AND a.environment = $2 AND a.order_id = o.order_id),
-                             '[]'::jsonb),
-                           'created_at', utc_iso(o.created_at),
-                           'updated_at', utc_iso(o.updated_at)))::text, ',' ORDER BY o.time_of_purchase, o.order_id)
-                   FROM (SELECT * FROM orders WHERE ${filter}
+        `SELECT (SELECT count(*)::int FROM orders WHERE ${IN_RANGE}) AS total,
+                coalesce((SELECT string_agg(${STORED_ORDER}, ',' ORDER BY o.time_of_purchase, o.order_id)
+                   FROM (SELECT * FROM orders WHERE ${IN_RANGE}
                           ORDER BY time_of_purchase, order_id LIMIT $5 OFFSET $6) o), '') AS items`,
         [tenant.clientId, tenant.environment, range.start, range.end, pageSize, (page - 1) * pageSize],
       );
       return row!;
+    },
+
+    /**
+     * Every order of the range, in the order of `list`, through a cursor: `onBatch` gets the
+     * comma-separated JSON texts of up to ORDER_BATCH orders and their number, and is awaited
+     * before the next batch is read.
+     */
+    listAll(tenant: Tenant, range: DateRange, onBatch: (items: string, count: number) => Promise<void>): Promise<void> {
+      return db.eachBatch<{ item: string }>(
+        `SELECT ${STORED_ORDER} AS item FROM orders o WHERE ${IN_RANGE} ORDER BY o.time_of_purchase, o.order_id`,
+        [tenant.clientId, tenant.environment, range.start, range.end],
+        ORDER_BATCH,
+        (rows) => onBatch(rows.map((row) => row.item).join(','), rows.length),
+      );
     },
   };
 }

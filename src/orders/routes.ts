@@ -1,9 +1,12 @@
+import { once } from 'node:events';
+import { PassThrough } from 'node:stream';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError, invalidRequest, type ErrorItem } from '../http/errors.js';
 import { dataJson } from '../http/json-text.js';
-import { pageInfo, pageRequested } from '../http/pagination.js';
+import { pageInfo, pageRequested, wholeInfo } from '../http/pagination.js';
 import { ErrorEnvelope } from '../http/schemas.js';
-import { AliasConflictError, UnknownOrdersError, type AliasToAttach, type OrderRepository } from './repository.js';
+import { AliasConflictError, UnknownOrdersError, type AliasToAttach, type DateRange, type OrderRepository } from './repository.js';
 import {
   AliasRequest,
   AliasResult,
@@ -182,12 +185,46 @@ export const orderRoutes: FastifyPluginAsyncTypebox<{ orders: OrderRepository }>
     },
   );
 
+  /**
+   * Every order of the range in one answer, written as the cursor reads it. The first batch is
+   * read before anything is sent, so a store that fails at once gets an error answer. After
+   * that the status is sent: a failure cuts the connection before the closing `]}`, so that
+   * no client takes a part for the whole. A client that goes away closes the body, which stops
+   * the reading at the next batch.
+   */
+  async function sendEveryOrder(request: FastifyRequest, reply: FastifyReply, range: DateRange) {
+    const body = new PassThrough();
+    const gone = new AbortController();
+    body.on('close', () => gone.abort());
+    body.write('{"data":[');
+    let count = 0;
+    let started!: () => void;
+    const firstBatch = new Promise<void>((resolve) => (started = resolve));
+    const read = orders.listAll(request.tenant, range, async (items, rows) => {
+      gone.signal.throwIfAborted();
+      const text = count > 0 && rows > 0 ? `,${items}` : items;
+      count += rows;
+      started();
+      if (!body.write(text)) await once(body, 'drain', { signal: gone.signal });
+    });
+    read.then(
+      () => body.end(`]${JSON.stringify(wholeInfo(count)).replace(/^{/, ',')}`),
+      (error: unknown) => {
+        if (!gone.signal.aborted) body.destroy(error as Error);
+      },
+    );
+    await Promise.race([firstBatch, read]);
+    return reply.type('application/json').send(body);
+  }
+
   app.get(
     '',
     {
       schema: {
         summary: 'List orders',
-        description: 'Orders whose time_of_purchase falls in the date range (UTC), oldest first, a page at a time.',
+        description:
+          'Orders whose time_of_purchase falls in the date range (UTC), oldest first: a page at a time with page or ' +
+          'page_size, all of them in one answer without.',
         querystring: OrderListQuery,
         response: { 200: OrderPage, ...errors },
       },
@@ -197,10 +234,14 @@ export const orderRoutes: FastifyPluginAsyncTypebox<{ orders: OrderRepository }>
       if (start_date > end_date) {
         throw invalidRequest([{ loc: 'query/end_date', msg: 'Must not be before start_date', type: 'range' }]);
       }
+      const range = { start: start_date, end: end_date };
+      const paged = request.query.page !== undefined || request.query.page_size !== undefined;
+      if (!paged) {
+        if (request.tenant.dryRun) return reply.type('application/json').send(dataJson('', wholeInfo(0)) as never);
+        return sendEveryOrder(request, reply, range);
+      }
       const { page, pageSize } = pageRequested(request.query);
-      const { items, total } = request.tenant.dryRun
-        ? { items: '', total: 0 }
-        : await orders.list(request.tenant, { start: start_date, end: end_date }, page, pageSize);
+      const { items, total } = request.tenant.dryRun ? { items: '', total: 0 } : await orders.list(request.tenant, range, page, pageSize);
       return reply.type('application/json').send(dataJson(items, pageInfo(page, pageSize, total)) as never);
     },
   );

@@ -1,6 +1,6 @@
 import { Type, type Static, type TSchema } from 'typebox';
 import { COUNTRY_CODES, CURRENCY_CODES } from '../reference-codes.js';
-import { PageQuery, pageOf } from '../http/pagination.js';
+import { OptionalPageQuery, pageOf } from '../http/pagination.js';
 import type { NumberBounds } from '../http/exact-numbers.js';
 import { DateTime, Identifier, NonEmptyString, Text } from '../http/schemas.js';
 
@@ -179,7 +179,7 @@ export const OrderListQuery = Type.Object(
   {
     start_date: Type.String({ format: 'date', description: 'First day (UTC) of time_of_purchase, inclusive.' }),
     end_date: Type.String({ format: 'date', description: 'Last day (UTC) of time_of_purchase, inclusive.' }),
-    ...PageQuery.properties,
+    ...OptionalPageQuery.properties,
   },
   { additionalProperties: false },
 );
