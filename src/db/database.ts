@@ -28,7 +28,8 @@ export interface Database extends Queryable {
 let cursorsDeclared = 0;
 
 /**
- * The cursor loop of `eachBatch`. `hold` declares it WITH HOLD, so that it outlives the statement
+ * Reads the rows of `sql` through a cursor of `q`, a batch at a time (`eachBatch`, and export
+ * files in their transaction). `hold` declares it WITH HOLD, so that it outlives the statement
  * declaring it and each FETCH is a statement of its own; such a cursor is closed here, whatever happens.
  */
 export async function readThroughCursor<R>(

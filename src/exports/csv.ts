@@ -1,6 +1,6 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import type { Queryable } from '../db/index.js';
+import { readThroughCursor, type Queryable } from '../db/index.js';
 
 /** One CSV line (RFC 4180): cells holding a comma, quote or line break are quoted; lines end CRLF. */
 export function csvLine(cells: readonly string[]): string {
@@ -58,12 +58,10 @@ export async function writeCsv(tx: Queryable, sql: string, params: readonly unkn
   };
 
   const asText = output.columns.map((column) => output.spreadsheetTextColumns.includes(column));
-  await tx.query(`DECLARE export_rows NO SCROLL CURSOR FOR ${sql}`, params);
   try {
     await open(undefined);
-    for (;;) {
+    await readThroughCursor<Record<string, unknown>>(tx, { sql, params, batchSize: BATCH, hold: false }, async (rows) => {
       signal.throwIfAborted();
-      const rows = await tx.query<Record<string, unknown>>(`FETCH ${BATCH} FROM export_rows`);
       let text = '';
       for (const row of rows) {
         if (rowsInFile === output.rowsPerFile) {
@@ -87,10 +85,7 @@ export async function writeCsv(tx: Queryable, sql: string, params: readonly unkn
         rowsInFile++;
       }
       await file!.write(text);
-      if (rows.length < BATCH) break;
-    }
-    // Only on success: in a failed transaction it would fail too and hide the first error.
-    await tx.query('CLOSE export_rows');
+    });
   } finally {
     await close().catch(() => {});
   }
