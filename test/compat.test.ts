@@ -1,10 +1,6 @@
 import assert from 'node:assert/strict';
-import { Writable } from 'node:stream';
 import { after, before, test } from 'node:test';
-import { buildApp } from '../src/app.js';
-import { loadConfig } from '../src/config.js';
-import { createLogger } from '../src/logger.js';
-import { ADMIN_TOKEN, createTestDatabase, listOrders, startService, type TestApp, type TestDatabase } from './helpers.js';
+import { ADMIN_TOKEN, listOrders, startLoggedApp, startService, type TestApp } from './helpers.js';
 
 /** Requests the hosted API's real clients send, replayed as they send them. */
 
@@ -33,8 +29,8 @@ const magentoCancellation = {
 const DEPRECATED_SINCE = `@${Date.UTC(2026, 10, 23) / 1000}`;
 const SUCCESSOR_LINK = '</v2/orders>; rel="successor-version"';
 
-const lines: string[] = [];
-let store: TestDatabase;
+let lines: string[];
+let close: () => Promise<void>;
 let app: TestApp;
 let apiKey: string;
 let clientId: string;
@@ -54,22 +50,11 @@ async function storedOrders(): Promise<Record<string, unknown>[]> {
 }
 
 before(async () => {
-  store = await createTestDatabase();
-  const sink = new Writable({
-    write(chunk, _encoding, done) {
-      lines.push(...String(chunk).split('\n').filter(Boolean));
-      done();
-    },
-  });
-  const config = loadConfig({ ADMIN_TOKEN, OVERLOAD_EVENT_LOOP_DELAY_MS: '0' });
-  app = await buildApp({ config, db: store.db, environment: 'production', logger: createLogger('trace', sink) });
+  ({ app, lines, close } = await startLoggedApp());
   const created = await app.inject({ method: 'POST', url: '/admin/v1/clients', headers: { authorization: `Bearer ${ADMIN_TOKEN}` }, payload: { name: 'Magento shop' } });
   ({ api_key: apiKey, client_id: clientId } = created.json());
 });
-after(async () => {
-  await app.close();
-  await store.drop();
-});
+after(() => close());
 
 test("the Magento module's order, posted to the old path with the raw key, is stored with shipping_cost 0 and answered as deprecated", async () => {
   const response = await postLegacy(apiKey, MAGENTO_ORDER_TEXT);

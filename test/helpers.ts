@@ -5,12 +5,14 @@ import { once } from 'node:events';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { Writable } from 'node:stream';
 import type { LightMyRequestResponse } from 'fastify';
 import pg from 'pg';
 import { buildApp } from '../src/app.js';
 import { loadConfig, type Config } from '../src/config.js';
 import { openDatabase, type Database } from '../src/db/index.js';
 import { migrate } from '../src/db/migrate.js';
+import { createLogger } from '../src/logger.js';
 import { openPglite } from '../src/db/pglite.js';
 import { openPostgres } from '../src/db/postgres.js';
 import { createExportJobs } from '../src/exports/jobs.js';
@@ -346,4 +348,27 @@ export async function finishedExport(app: TestApp, client: Pick<TestClient, 'hea
     if (response.json().status !== 'PENDING') return response.json();
   }
   assert.fail('the export stayed PENDING');
+}
+
+/** An app on a test database of its own whose log lines are kept in `lines`, for tests of what it logs. */
+export async function startLoggedApp(): Promise<{ app: TestApp; lines: string[]; close: () => Promise<void> }> {
+  const store = await createTestDatabase();
+  const lines: string[] = [];
+  const sink = new Writable({
+    write(chunk, _encoding, done) {
+      lines.push(...String(chunk).split('\n').filter(Boolean));
+      done();
+    },
+  });
+  // A busy test machine is not an overloaded server: no load shedding, as in startService.
+  const config = loadConfig({ ADMIN_TOKEN, OVERLOAD_EVENT_LOOP_DELAY_MS: '0' });
+  const app = await buildApp({ config, db: store.db, environment: 'production', logger: createLogger('trace', sink) });
+  return {
+    app,
+    lines,
+    close: async () => {
+      await app.close();
+      await store.drop();
+    },
+  };
 }

@@ -1,31 +1,16 @@
 import assert from 'node:assert/strict';
-import { Writable } from 'node:stream';
 import { after, before, test } from 'node:test';
-import { buildApp } from '../src/app.js';
-import { loadConfig } from '../src/config.js';
-import { createLogger, errorForLog } from '../src/logger.js';
-import { ADMIN_TOKEN, createTestDatabase, listOrders, makeOrder, postAliases, postOrders, type TestApp, type TestDatabase } from './helpers.js';
+import { errorForLog } from '../src/logger.js';
+import { ADMIN_TOKEN, listOrders, makeOrder, postAliases, postOrders, startLoggedApp, type TestApp } from './helpers.js';
 
-const lines: string[] = [];
-let store: TestDatabase;
+let lines: string[];
 let app: TestApp;
+let close: () => Promise<void>;
 
 before(async () => {
-  store = await createTestDatabase();
-  const sink = new Writable({
-    write(chunk, _encoding, done) {
-      lines.push(...String(chunk).split('\n').filter(Boolean));
-      done();
-    },
-  });
-  // A busy test machine is not an overloaded server: no load shedding, as in startService.
-  const config = loadConfig({ ADMIN_TOKEN, OVERLOAD_EVENT_LOOP_DELAY_MS: '0' });
-  app = await buildApp({ config, db: store.db, environment: 'production', logger: createLogger('trace', sink) });
+  ({ app, lines, close } = await startLoggedApp());
 });
-after(async () => {
-  await app.close();
-  await store.drop();
-});
+after(() => close());
 
 test('logs carry no API key, admin token or personal data, whatever the request', async () => {
   const created = await app.inject({
