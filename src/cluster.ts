@@ -59,7 +59,8 @@ async function serveAsWorker(config: Config): Promise<void> {
  * worker that dies stops them all (a port in use, a setting the database refuses: its
  * replacement would meet the same cause); after that, one that dies is replaced, a little later
  * each time replacements die before they are ready. SIGTERM or SIGINT stops every worker
- * gracefully, then this process.
+ * gracefully, then this process; a worker still loading that dies of one was sent the process
+ * group's, so it starts that stop too, exit code 0.
  */
 async function superviseApiProcesses(config: Config, processes: number): Promise<void> {
   const logger = createLogger(config.logLevel).child({ role: 'primary' });
@@ -79,6 +80,9 @@ async function superviseApiProcesses(config: Config, processes: number): Promise
   const ready = new Set<Worker>();
   let serving = false;
   let stopping: NodeJS.Signals | undefined;
+  // A signal that killed a worker still loading: the process group's, whose copy for this process
+  // may arrive after the worker's exit is seen. That copy is not a second signal.
+  let groupSignal: NodeJS.Signals | undefined;
   let restartDelayMs = RESTART_DELAY_MS;
 
   const fork = () => {
@@ -116,7 +120,13 @@ async function superviseApiProcesses(config: Config, processes: number): Promise
     live.delete(worker);
     const wasReady = ready.delete(worker);
     // A worker still loading when the process group got the signal dies of it, with nothing in flight.
-    if (stopping) return finish(code === 0 || (!wasReady && (signal === 'SIGTERM' || signal === 'SIGINT')) ? 0 : 1);
+    const killedLoading = !wasReady && (signal === 'SIGTERM' || signal === 'SIGINT');
+    if (stopping) return finish(code === 0 || killedLoading ? 0 : 1);
+    if (killedLoading) {
+      groupSignal = signal;
+      logger.info({ signal }, 'shutting down');
+      return stop(0, signal);
+    }
     if (!serving) {
       logger.error({ worker_pid: worker.process.pid, code, signal }, 'an API process exited before the service was ready: stopping');
       return stop(1, 'SIGTERM');
@@ -128,6 +138,7 @@ async function superviseApiProcesses(config: Config, processes: number): Promise
 
   for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     process.on(signal, () => {
+      if (signal === groupSignal) return void (groupSignal = undefined);
       if (stopping) return killAll(logger, live, `second ${signal}: killing the API processes`);
       logger.info({ signal }, 'shutting down');
       stop(0, signal);
