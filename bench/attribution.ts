@@ -15,8 +15,8 @@
  * 4. exports with attribution_options: 30 days and the whole year, campaign level, DAILY, three
  *    models, one window, both accounting modes; the dashboard's shape (one model, window and
  *    mode, 30 days) as an export and as the bare statement of the row builder, in a transaction
- *    with the export's settings; the server's peak
- *    memory.
+ *    with the export's settings, and as GET /v1/reports/performance (the page's request); the
+ *    server's peak memory.
  *
  * A part whose endpoint or option does not exist yet is reported "not available", with the answer.
  *
@@ -46,6 +46,7 @@ const VISITORS = 200_000;
 const LINKED_VISITORS = 180_000;
 const CUSTOMERS = 150_000;
 const EXPLAINED_ORDERS = 300;
+const REPORT_RUNS = 3;
 const YEAR = { from: new Date(Date.UTC(2024, 0, 1)), days: 366 };
 const SPEND_EVERY_HOURS = 6;
 const TEMPLATES = 4000;
@@ -302,6 +303,34 @@ async function bareDashboardSql(store: Store, tenant: Tenant): Promise<Row> {
   }
 }
 
+/** The dashboard's request: DASHBOARD's options as GET /v1/reports/performance, a few times, the median reported. */
+async function dashboardReport(server: RunningServer): Promise<Row> {
+  const part = 'dashboard: GET /v1/reports/performance, 30 days';
+  const query = new URLSearchParams({
+    start_date: '2024-12-01',
+    end_date: '2024-12-30',
+    level: 'campaign',
+    granularity: 'DAILY',
+    metrics: DASHBOARD.metrics.map((metric) => metric.id).join(','),
+    model: 'linear',
+    window: '30',
+    mode: 'cash',
+  });
+  const times: number[] = [];
+  let rows = 0;
+  for (let n = 0; n < REPORT_RUNS; n++) {
+    const started = performance.now();
+    const response = await fetch(`${server.url}/v1/reports/performance?${query}`, { headers: server.headers });
+    const text = await response.text();
+    times.push(seconds(started));
+    if (response.status !== 200) return unavailable(part, `${response.status} ${text.slice(0, 300)}`, '< 2 s');
+    rows = (JSON.parse(text) as { rows: unknown[] }).rows.length;
+  }
+  const median = percentile(times, 50).toFixed(2);
+  console.log(`${part}: ${times.map((time) => time.toFixed(2)).join(', ')} s, ${thousands(rows)} rows`);
+  return [part, median, 's (median)', '', '', '< 2 s'];
+}
+
 async function atScale(store: Store): Promise<Row[]> {
   const exportsDir = fs.mkdtempSync('/tmp/tributary-bench-attribution-');
   // An export's statement may run longer than the default 60 s query timeout: its time is what is measured.
@@ -322,6 +351,7 @@ async function atScale(store: Store): Promise<Row[]> {
       rows.push(await runExport(server, exportsDir, 'export: year, 3 models, both modes', attributedExport(WHOLE_YEAR, THREE_MODELS, BOTH_MODES), '< 120 s'));
       rows.push(await runExport(server, exportsDir, 'dashboard: export, 30 days', DASHBOARD, '< 2 s'));
       rows.push(await bareDashboardSql(store, tenantOf(server)));
+      rows.push(await dashboardReport(server));
       rows.push(['server peak RSS', String(server.peakRssMb() ?? '?'), 'MB', '', '', '< 300 MB']);
       return rows;
     } finally {

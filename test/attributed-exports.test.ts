@@ -151,6 +151,24 @@ test('each model its own set of rows, in the order asked', async () => {
   ]);
 });
 
+test('a touchpoint a model gives nothing has no row of zeros on the day of the purchase; its visit keeps its own row', async () => {
+  const client = await service.createClient();
+  // f's order of 80 on day 2: a meta `spring` click on day 1, then a google `search` click on day 2, the last touch.
+  await send(client, '/v1/touchpoints', [
+    touch('f1', '2024-03-01T14:00:00Z', 'f', { platform_name: 'meta', campaign_id: 'spring' }),
+    touch('f2', '2024-03-02T14:00:00Z', 'f', { platform_name: 'google', campaign_id: 'search' }),
+  ]);
+  await send(client, '/v2/orders', [order('f-1', 'f', '2024-03-02T20:00:00Z', 80)]);
+  const rows = await exportRows(
+    client,
+    campaignExport({ attribution_models: ['last_touch'], attribution_windows: ['30'], accounting_modes: ['cash'] }, { metrics: [{ id: 'rev' }, { id: 'visits' }] }),
+  );
+  assert.deepEqual(table(rows, ['date', 'platform', 'campaign', 'attribution_model', 'rev', 'visits']), [
+    '2024-03-01|meta|spring|last_touch|0.000000|1',
+    '2024-03-02|google|search|last_touch|80.000000|1',
+  ]);
+});
+
 test("the hosted API's model ids are aliases: credited by our model, their rows named by the id asked", async () => {
   const client = await scenario();
   // A view of a tiktok ad an hour before a's order: clicks_and_views counts it, clicks_only does not.
@@ -178,6 +196,44 @@ test("the hosted API's model ids are aliases: credited by our model, their rows 
     '2024-03-02|unattributed||northbeam_custom|30.000000',
     ...clicksAndViews('clicks_and_views'),
     ...clicksAndViews('northbeam_custom__enh'),
+  ]);
+});
+
+test('the infinity window: a touchpoint 400 days before the purchase is in its path, in no numbered window; accrual counts it on its day', async () => {
+  const client = await service.createClient();
+  await send(client, '/v1/spend_hourly', [spend('2024-03-01T15:00:00Z', 'spring', 10)]);
+  // e's order of 100 at 20:00 UTC on 1 March 2024: a meta `spring` click 400 days before, a direct visit 12 hours before.
+  await send(client, '/v1/touchpoints', [
+    touch('e1', '2023-01-26T20:00:00Z', 'e', { platform_name: 'meta', campaign_id: 'spring' }),
+    touch('e2', '2024-03-01T08:00:00Z', 'e'),
+  ]);
+  await send(client, '/v2/orders', [order('e-1', 'e', '2024-03-01T20:00:00Z', 100)]);
+  const day = (date: string) => ({ period_type: 'FIXED', period_options: { period_starting_at: date, period_ending_at: date } });
+  const columns = ['date', 'platform', 'campaign', 'attribution_model', 'attribution_window', 'accounting_mode', 'spend', 'rev', 'txns'];
+  const cash = await exportRows(client, {
+    ...day('2024-03-01'),
+    level: 'campaign',
+    attribution_options: { attribution_models: ['linear'], attribution_windows: ['90', 'infinity'], accounting_modes: ['cash'] },
+    metrics: [{ id: 'spend' }, { id: 'rev' }, { id: 'txns' }],
+  });
+  assert.deepEqual(table(cash, columns), [
+    // 90 days: the direct visit alone; infinity: halves to the direct visit and to the click of 400 days before.
+    '2024-03-01|direct||linear|90|cash|0|100.000000|1.000000',
+    '2024-03-01|meta|spring name|linear|90|cash|10|0.000000|0.000000',
+    '2024-03-01|direct||linear|infinity|cash|0|50.000000|0.500000',
+    '2024-03-01|meta|spring name|linear|infinity|cash|10|50.000000|0.500000',
+  ]);
+  // Accrual: the click's half is counted on its own day, 400 days before the order; in no numbered window
+  // (where the click has a row for its visit, with nothing credited).
+  const accrual = await exportRows(client, {
+    ...day('2023-01-26'),
+    level: 'campaign',
+    attribution_options: { attribution_models: ['linear'], attribution_windows: ['90', 'infinity'], accounting_modes: ['accrual'] },
+    metrics: [{ id: 'rev' }, { id: 'txns' }],
+  });
+  assert.deepEqual(table(accrual, columns.filter((column) => column !== 'spend')), [
+    '2023-01-26|meta|spring|linear|90|accrual|0.000000|0.000000',
+    '2023-01-26|meta|spring|linear|infinity|accrual|50.000000|0.500000',
   ]);
 });
 
@@ -285,7 +341,7 @@ test('unknown models are a 422, in one answer with the other problems; attributi
     three.json().errors.map((error: { loc: string; msg: string }) => [error.loc, error.msg]).sort(),
     [
       ['body/attribution_options/attribution_models/0', 'Unknown attribution model: GET /v1/exports/attribution-models lists them'],
-      ['body/attribution_options/attribution_windows/0', 'Must be one of: 1, 3, 7, 14, 30, 60, 90'],
+      ['body/attribution_options/attribution_windows/0', 'Must be one of: 1, 3, 7, 14, 30, 60, 90, infinity'],
       ['body/metrics/0/id', 'Unknown metric id: GET /v1/exports/metrics lists them'],
     ],
   );

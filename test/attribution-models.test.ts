@@ -9,10 +9,12 @@ import {
   DAY_MS,
   MODEL_IDS,
   UNATTRIBUTED,
+  UNLIMITED,
   WINDOWS,
+  windowDaysSql,
+  type AttributionWindow,
   type ModelId,
   type Touchpoint,
-  type WindowDays,
 } from '../src/attribution/models.js';
 import { createTestDatabase } from './helpers.js';
 
@@ -23,6 +25,8 @@ import { createTestDatabase } from './helpers.js';
  */
 
 const HOUR_MS = 3_600_000;
+/** The windows of a number of days. */
+const DAY_WINDOWS = WINDOWS.filter((window) => window !== UNLIMITED);
 const PURCHASE = Date.parse('2024-03-20T12:00:00.000Z');
 
 const touchpoint = (type: Touchpoint['type']) => (touchpoint_id: string, msBefore: number, channel = 'paid'): Touchpoint => ({
@@ -35,7 +39,7 @@ const visit = touchpoint('visit');
 const view = touchpoint('view');
 
 /** The path's touchpoint ids with their credits as decimals, or unattributed. */
-function credits(model: ModelId, candidates: Touchpoint[], window: WindowDays = 30) {
+function credits(model: ModelId, candidates: Touchpoint[], window: AttributionWindow = 30) {
   const result = attribute(PURCHASE, model, window, candidates);
   return result === UNATTRIBUTED ? result : result.map(({ touchpoint, parts }) => [touchpoint.touchpoint_id, creditText(parts)]);
 }
@@ -123,7 +127,7 @@ describe('paths', () => {
   });
 
   test('the window includes both of its ends: exactly its days of 24 hours before, and the purchase', () => {
-    for (const window of WINDOWS) {
+    for (const window of DAY_WINDOWS) {
       const candidates = [
         visit('early', window * DAY_MS + 1),
         visit('start', window * DAY_MS),
@@ -132,6 +136,29 @@ describe('paths', () => {
       ];
       assert.deepEqual(credits('linear', candidates, window), [['start', '0.500000000'], ['end', '0.500000000']], `window ${window}`);
     }
+  });
+
+  test('the unlimited window takes every visit up to the purchase, and views still only from 24 hours before', () => {
+    const candidates = [visit('long ago', 400 * DAY_MS), visit('last week', 7 * DAY_MS), visit('late', -1), view('old view', DAY_MS + 1), view('view', HOUR_MS)];
+    assert.deepEqual(credits('linear', candidates, UNLIMITED), [['long ago', '0.500000000'], ['last week', '0.500000000']]);
+    assert.deepEqual(credits('linear', candidates, 90), [['last week', '1.000000000']]);
+    assert.deepEqual(credits('clicks_and_views', candidates, UNLIMITED), [
+      ['long ago', '0.333333333'],
+      ['last week', '0.333333333'],
+      ['view', '0.333333334'],
+    ]);
+  });
+
+  test('time_decay weighs by age in the unlimited window: at least a billionth, so that ancient touchpoints alone share equally', () => {
+    // 400 days is 57.1 half-lives: 2^-57.1 of a billion rounds to 0, so it weighs the least weight, 1; a week weighs 500,000,000.
+    assert.deepEqual(credits('time_decay', [visit('long ago', 400 * DAY_MS), visit('last week', 7 * DAY_MS)], UNLIMITED), [
+      ['long ago', '0.000000002'],
+      ['last week', '0.999999998'],
+    ]);
+    assert.deepEqual(credits('time_decay', [visit('long ago', 400 * DAY_MS), visit('longer ago', 30 * 365 * DAY_MS)], UNLIMITED), [
+      ['longer ago', '0.500000000'],
+      ['long ago', '0.500000000'],
+    ]);
   });
 
   test('views count only in clicks_and_views, and only from 24 hours before the purchase', () => {
@@ -163,12 +190,16 @@ describe('paths', () => {
 
 const CHANNELS = ['paid', 'direct', 'organic_search', 'email', 'sms', 'referral', 'organic_social', 'other'];
 /** Times before the purchase around the edges of windows and of the views' 24 hours, so that ends and ties come often. */
-const EDGES = [0, -1, 1, ...WINDOWS.flatMap((days) => [days * DAY_MS - 1, days * DAY_MS, days * DAY_MS + 1])];
+const EDGES = [0, -1, 1, ...DAY_WINDOWS.flatMap((days) => [days * DAY_MS - 1, days * DAY_MS, days * DAY_MS + 1])];
+/** Ages only the unlimited window takes: past where time_decay's weight rounds to 0, and past where PostgreSQL's power() underflows. */
+const ANCIENT = [400 * DAY_MS, 30 * 365 * DAY_MS];
 const candidatesArbitrary = (purchasedAt: number) =>
   fc.uniqueArray(
     fc.record({
       touchpoint_id: fc.oneof(fc.constantFrom('a', 'b', 'B', 'é', '～', '😀'), fc.string({ minLength: 1, maxLength: 3 })),
-      occurred_at: fc.oneof(fc.constantFrom(...EDGES), fc.integer({ min: -2 * DAY_MS, max: 92 * DAY_MS })).map((before) => purchasedAt - before),
+      occurred_at: fc
+        .oneof(fc.constantFrom(...EDGES), fc.integer({ min: -2 * DAY_MS, max: 92 * DAY_MS }), fc.constantFrom(...ANCIENT))
+        .map((before) => purchasedAt - before),
       type: fc.constantFrom('visit' as const, 'view' as const),
       channel: fc.constantFrom(...CHANNELS),
     }),
@@ -191,7 +222,7 @@ describe('properties of generated paths', () => {
           for (const window of WINDOWS) {
             const result = attribute(purchasedAt, model, window, candidates);
             const from = (candidate: Touchpoint) =>
-              candidate.type === 'visit' ? purchasedAt - window * DAY_MS : model === 'clicks_and_views' ? purchasedAt - DAY_MS : Infinity;
+              candidate.type === 'visit' ? (window === UNLIMITED ? -Infinity : purchasedAt - window * DAY_MS) : model === 'clicks_and_views' ? purchasedAt - DAY_MS : Infinity;
             const eligible = candidates.filter((candidate) => candidate.occurred_at >= from(candidate) && candidate.occurred_at <= purchasedAt);
             if (result === UNATTRIBUTED) {
               assert.equal(eligible.length, 0);
@@ -222,8 +253,11 @@ describe('the models in SQL', async () => {
     candidates: Touchpoint[];
   }
 
-  /** Every order credited by every model and window in one query, as `model/order/window` → [touchpoint_id, parts][], in path order. */
-  async function sqlCredits(orders: Order[], timeZone: string): Promise<Map<string, [string, number][]>> {
+  /**
+   * Every order credited by every model and window in one query, as `model/order/window` →
+   * [touchpoint_id, parts][] in path order, or UNATTRIBUTED for an empty path among candidates.
+   */
+  async function sqlCredits(orders: Order[], timeZone: string): Promise<Map<string, [string, number][] | typeof UNATTRIBUTED>> {
     const rows = orders.flatMap(({ purchasedAt, candidates }, order) =>
       candidates.map((candidate) => ({
         order_number: order,
@@ -235,33 +269,37 @@ describe('the models in SQL', async () => {
     const credited = await db.transaction(async (tx) => {
       // A zone with clocks that change: a window is days of 24 hours whatever the session's zone.
       await tx.query(`SET LOCAL TIME ZONE '${timeZone}'`);
-      return tx.query<{ path_id: string; touchpoint_id: string; credit_parts: number }>(
+      return tx.query<{ path_id: string; touchpoint_id: string; credit_parts: number; unattributed: boolean }>(
         `WITH candidates AS (
-           SELECT c.order_number || '/' || w.window_days AS path_id, w.window_days,
+           SELECT c.order_number || '/' || coalesce(w.window_days::text, '${UNLIMITED}') AS path_id, w.window_days,
                   c.time_of_purchase, c.touchpoint_id, c.occurred_at, c.type, c.channel
              FROM jsonb_to_recordset($1::jsonb) AS c(order_number int, time_of_purchase timestamptz, touchpoint_id text, occurred_at timestamptz, type text, channel text)
             CROSS JOIN unnest($2::int[]) AS w(window_days)
          )
-         SELECT path_id, touchpoint_id, credit_parts::int AS credit_parts
-           FROM (${MODEL_IDS.map((model) => `SELECT '${model}/' || path_id AS path_id, touchpoint_id, credit_parts, path_position FROM (${creditsSql('candidates', model)}) AS credited`).join(' UNION ALL ')}) AS credited
-          ORDER BY path_id, path_position`,
-        [JSON.stringify(rows), WINDOWS],
+         SELECT model || '/' || path_id AS path_id, touchpoint_id, credit_parts::int AS credit_parts, unattributed
+           FROM (${creditsSql('candidates', MODEL_IDS)}) AS credited
+          ORDER BY 1, path_position`,
+        [JSON.stringify(rows), WINDOWS.map(windowDaysSql)],
       );
     });
-    const paths = new Map<string, [string, number][]>();
-    for (const { path_id, touchpoint_id, credit_parts } of credited) {
-      paths.set(path_id, [...(paths.get(path_id) ?? []), [touchpoint_id, credit_parts]]);
+    const paths = new Map<string, [string, number][] | typeof UNATTRIBUTED>();
+    for (const { path_id, touchpoint_id, credit_parts, unattributed } of credited) {
+      const path = paths.get(path_id) ?? [];
+      assert.ok(path !== UNATTRIBUTED && (path.length === 0 || !unattributed), `${path_id}: an unattributed path has one row`);
+      paths.set(path_id, unattributed ? UNATTRIBUTED : [...path, [touchpoint_id, credit_parts]]);
     }
     return paths;
   }
 
-  function tsCredits(orders: Order[]): Map<string, [string, number][]> {
-    const paths = new Map<string, [string, number][]>();
+  function tsCredits(orders: Order[]): Map<string, [string, number][] | typeof UNATTRIBUTED> {
+    const paths = new Map<string, [string, number][] | typeof UNATTRIBUTED>();
     orders.forEach(({ purchasedAt, candidates }, order) => {
+      // An order without candidates has no row in them to be credited from.
+      if (candidates.length === 0) return;
       for (const model of MODEL_IDS) {
         for (const window of WINDOWS) {
           const result = attribute(purchasedAt, model, window, candidates);
-          if (result !== UNATTRIBUTED) paths.set(`${model}/${order}/${window}`, result.map(({ touchpoint, parts }) => [touchpoint.touchpoint_id, parts]));
+          paths.set(`${model}/${order}/${window}`, result === UNATTRIBUTED ? result : result.map(({ touchpoint, parts }) => [touchpoint.touchpoint_id, parts]));
         }
       }
     });

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, describe, test } from 'node:test';
 import fc from 'fast-check';
 import { creditsSql } from '../src/attribution/credits-sql.js';
-import type { ModelId, WindowDays } from '../src/attribution/models.js';
+import { UNLIMITED, type AttributionWindow, type ModelId } from '../src/attribution/models.js';
 import { pathsSql, type PathsSpec } from '../src/attribution/paths.js';
 import { minimalOrder, postOrders, startService, type TestApp, type TestClient } from './helpers.js';
 
@@ -39,10 +39,10 @@ interface Candidate {
 const EVERY_ORDER = { purchasedFrom: "'-infinity'::timestamptz", purchasedBefore: "'infinity'::timestamptz" };
 
 /** The candidates of the client's orders that `orders` selects, as `order/window: touchpoint ids` sorted. */
-async function candidates(client: TestClient, orders: PathsSpec['orders'], params: unknown[], windows: WindowDays[] = [30], environment = 'production') {
+async function candidates(client: TestClient, orders: PathsSpec['orders'], params: unknown[], windows: AttributionWindow[] = [30], environment = 'production') {
   const rows = await service.db.query<Candidate>(
     `WITH ${pathsSql({ clientId: '$1::uuid', environment: '$2::text', orders, windows })}
-     SELECT path_id, order_id, window_days, touchpoint_id, first_order FROM candidates ORDER BY path_id, touchpoint_id`,
+     SELECT path_id, order_id, window_days, touchpoint_id, first_order FROM candidates WHERE touchpoint_id IS NOT NULL ORDER BY path_id, touchpoint_id`,
     [client.client_id, environment, ...params],
   );
   const byPath: Record<string, string[]> = {};
@@ -54,7 +54,7 @@ async function candidates(client: TestClient, orders: PathsSpec['orders'], param
  * An order's candidates, found from the order (as its explanation finds them) and among those of
  * every order's period (as exports find them): the two ways must agree.
  */
-async function candidatesOf(client: TestClient, orderId: string, windows?: WindowDays[]) {
+async function candidatesOf(client: TestClient, orderId: string, windows?: AttributionWindow[]) {
   const fromOrder = await candidates(client, { orderId: '$3' }, [orderId], windows);
   const ofPeriod = Object.entries(await candidates(client, EVERY_ORDER, [], windows)).filter(([pathId]) => pathId.startsWith(`${orderId}/`));
   assert.deepEqual(Object.fromEntries(ofPeriod), fromOrder, "the period's candidates of the order are those found from the order");
@@ -80,6 +80,21 @@ describe('the candidates of an order', () => {
       'o1/1': ['at purchase', 'in', 'view'],
       'o1/7': ['at purchase', 'in', 'view'],
     });
+  });
+
+  test('the unlimited window takes touchpoints from any time before the purchase, by customer and by linked visitor', async () => {
+    const client = await service.createClient();
+    await send(client, '/v1/identities', [{ visitor_id: 'v1', customer_id: 'c1' }]);
+    await sendOrders(client, [order('o1', 'c1')]);
+    await send(client, '/v1/touchpoints', [
+      visit('customer, 400 days', 400 * 24, { customer_id: 'c1' }),
+      visit('visitor, 400 days', 400 * 24, { visitor_id: 'v1' }),
+      visit('in', 24, { customer_id: 'c1' }),
+      visit('after', -1, { customer_id: 'c1' }),
+    ]);
+    assert.deepEqual(await candidatesOf(client, 'o1', [90]), { 'o1/90': ['in'] });
+    const every = ['customer, 400 days', 'in', 'visitor, 400 days'];
+    assert.deepEqual(await candidatesOf(client, 'o1', [30, UNLIMITED]), { 'o1/30': every, 'o1/infinity': every });
   });
 
   test('touchpoints of a visitor linked to its customer directly, whenever the link was sent', async () => {
@@ -142,12 +157,13 @@ test('property: for random orders, touchpoints and links, the period finds the c
     orders: fc.array(fc.record({ customer: fc.nat(3), hoursBefore: fc.integer({ min: -48, max: 24 * 40 }) }), { minLength: 1, maxLength: 6 }),
     links: fc.array(fc.record({ visitor: fc.nat(4), customer: fc.option(fc.nat(3), { freq: 2 }), order: fc.nat(7) }), { maxLength: 6 }),
     touchpoints: fc.array(
-      fc.record({ visitor: fc.option(fc.nat(4), { freq: 4 }), customer: fc.option(fc.nat(3), { freq: 2 }), hoursBefore: fc.integer({ min: -48, max: 24 * 70 }), view: fc.boolean() }),
+      fc.record({ visitor: fc.option(fc.nat(4), { freq: 4 }), customer: fc.option(fc.nat(3), { freq: 2 }), hoursBefore: fc.integer({ min: -48, max: 24 * 400 }), view: fc.boolean() }),
       { maxLength: 12 },
     ),
+    windows: fc.constantFrom<AttributionWindow[]>([1, 30, 90], [7, UNLIMITED]),
   });
   await fc.assert(
-    fc.asyncProperty(generated, async ({ orders, links, touchpoints }) => {
+    fc.asyncProperty(generated, async ({ orders, links, touchpoints, windows }) => {
       const client = await service.createClient();
       await sendOrders(client, orders.map((o, n) => order(`o${n}`, `c${o.customer}`, { time_of_purchase: before(o.hoursBefore) })));
       // A link through an order may name one that does not exist (o6, o7 mostly).
@@ -165,7 +181,7 @@ test('property: for random orders, touchpoints and links, the period finds the c
         }))
         .filter((t) => 'visitor_id' in t || 'customer_id' in t);
       if (sent.length > 0) await send(client, '/v1/touchpoints', sent);
-      for (let n = 0; n < orders.length; n++) await candidatesOf(client, `o${n}`, [1, 30, 90]);
+      for (let n = 0; n < orders.length; n++) await candidatesOf(client, `o${n}`, windows);
     }),
     { numRuns: 25 },
   );
@@ -213,29 +229,28 @@ describe('paths', () => {
     const models: ModelId[] = ['linear', 'last_touch_non_direct'];
     const rows = await service.db.query<{ model: string; path_id: string; touchpoint_id: string | null; campaign_id: string | null; credit: string | null }>(
       `WITH ${pathsSql({ clientId: '$1::uuid', environment: '$2::text', orders: EVERY_ORDER, windows: [7, 30] })}
-       SELECT m.model, p.path_id, c.touchpoint_id, c.campaign_id, (c.credit_parts * p.purchase_total * 0.000000001)::text AS credit
-         FROM paths p
-        CROSS JOIN unnest($3::text[]) AS m (model)
-         LEFT JOIN (${models.map((model) => `SELECT '${model}' AS model, * FROM (${creditsSql('candidates', model)}) AS credited`).join(' UNION ALL ')}) AS c
-           ON c.model = m.model AND c.path_id = p.path_id
-        ORDER BY m.model, p.path_id, c.path_position`,
-      [client.client_id, 'production', models],
+       SELECT model, path_id, CASE WHEN NOT unattributed THEN touchpoint_id END AS touchpoint_id,
+              CASE WHEN NOT unattributed THEN campaign_id END AS campaign_id,
+              CASE WHEN unattributed THEN 'unattributed' ELSE (credit_parts * purchase_total * 0.000000001)::text END AS credit
+         FROM (${creditsSql('candidates', models)}) AS credited
+        ORDER BY model, path_id, path_position`,
+      [client.client_id, 'production'],
     );
     const revenue = (model: string) =>
-      rows.filter((row) => row.model === model).map((row) => [row.path_id, row.touchpoint_id, row.campaign_id, row.credit && Number(row.credit)]);
+      rows.filter((row) => row.model === model).map((row) => [row.path_id, row.touchpoint_id, row.campaign_id, row.credit === 'unattributed' ? row.credit : Number(row.credit)]);
     // o1 over 30 days: a (paid), b (direct), c (email); over 7 days: b, c. o2: d over 30 days, nothing over 7.
     // Linear thirds of 90: 0.333333333, 0.333333333 and 0.333333334 of it.
     assert.deepEqual(revenue('linear'), [
       ['o1/30', 'a', 'spring', 29.99999997], ['o1/30', 'b', '', 29.99999997], ['o1/30', 'c', '', 30.00000006],
       ['o1/7', 'b', '', 45], ['o1/7', 'c', '', 45],
       ['o2/30', 'd', '', 10],
-      ['o2/7', null, null, null],
+      ['o2/7', null, null, 'unattributed'],
     ]);
     assert.deepEqual(revenue('last_touch_non_direct'), [
       ['o1/30', 'a', 'spring', 0], ['o1/30', 'b', '', 0], ['o1/30', 'c', '', 90],
       ['o1/7', 'b', '', 0], ['o1/7', 'c', '', 90],
       ['o2/30', 'd', '', 10],
-      ['o2/7', null, null, null],
+      ['o2/7', null, null, 'unattributed'],
     ]);
   });
 });

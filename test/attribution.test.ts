@@ -41,7 +41,7 @@ interface Explained {
   touchpoints: { touchpoint_id: string; credit: number; revenue: number }[];
 }
 /** The path as [touchpoint_id, credit, revenue], after checking the answer is a 200. */
-async function path(client: Headers, orderId: string, model: string, window: number) {
+async function path(client: Headers, orderId: string, model: string, window: number | string) {
   const response = await explain(client, orderId, { model, window });
   assert.equal(response.statusCode, 200, response.body);
   const body = response.json() as Explained;
@@ -191,6 +191,36 @@ describe('paths', () => {
   });
 });
 
+describe('the infinity window', async () => {
+  const client = await service.createClient();
+  await sendOrders(client, [order('o', 'c')]);
+  await send(client, '/v1/touchpoints', [
+    { touchpoint_id: 'long ago', occurred_at: at(400 * DAY_MS), customer_id: 'c', platform_name: 'google', campaign_id: 'spring', utm_medium: 'cpc' },
+    { touchpoint_id: 'old view', occurred_at: at(400 * DAY_MS), customer_id: 'c', type: 'view', platform_name: 'meta' },
+    { touchpoint_id: 'last week', occurred_at: at(7 * DAY_MS), customer_id: 'c' },
+    { touchpoint_id: 'view', occurred_at: at(2 * HOUR_MS), customer_id: 'c', type: 'view', platform_name: 'meta' },
+  ]);
+
+  test('takes the visit of 400 days before the purchase, which no numbered window takes', async () => {
+    const response = await explain(client, 'o', { model: 'linear', window: 'infinity' });
+    assert.equal(response.statusCode, 200, response.body);
+    const { window, touchpoints } = response.json();
+    assert.equal(window, 'infinity');
+    assert.deepEqual(
+      touchpoints.map(({ touchpoint_id, occurred_at, credit, revenue }: Record<string, unknown>) => [touchpoint_id, occurred_at, credit, revenue]),
+      [['long ago', '2023-02-14T12:00:00.000Z', 0.5, 49.995], ['last week', '2024-03-13T12:00:00.000Z', 0.5, 49.995]],
+    );
+    assert.deepEqual(await path(client, 'o', 'linear', 90), [['last week', 1, 99.99]]);
+  });
+
+  test('clicks_and_views still takes views of the last 24 hours only; time_decay weighs by age, the oldest at least a billionth', async () => {
+    assert.deepEqual(await path(client, 'o', 'clicks_and_views', 'infinity'), [['long ago', 0.5, 49.995], ['last week', 0, 0], ['view', 0.5, 49.995]]);
+    // Weights 1 (2^-57.1 of a billion rounds to 0) and 500,000,000 (a week): shares 1.999999996 and 999,999,998.000000004 parts,
+    // the part left over to the larger loss. 0.999999998 × 99.99 = 99.98999980002, rounded to 6 places.
+    assert.deepEqual(await path(client, 'o', 'time_decay', 'infinity'), [['long ago', 0.000000002, 0], ['last week', 0.999999998, 99.99]]);
+  });
+});
+
 describe('what cannot be explained', async () => {
   const [client, other] = [await service.createClient(), await service.createClient()];
   await sendOrders(client, [order('o1', 'c1')]);
@@ -201,6 +231,7 @@ describe('what cannot be explained', async () => {
       [{ window: 5 }, 'query/window'],
       [{ window: 'thirty' }, 'query/window'],
       [{ window: 30.5 }, 'query/window'],
+      [{ window: 'Infinity' }, 'query/window'],
       [{ mode: 'cash' }, 'query/mode'],
     ] as const) {
       const { errors } = assertErrorEnvelope(await explain(client, 'o1', query), 422);

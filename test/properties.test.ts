@@ -148,7 +148,7 @@ const BAD_FORMATS: Record<string, string> = {
   date: '2024-02-30',
   'date-or-date-time': '2024-03-08 09:00:00',
   email: 'jane.example.com',
-  ip: '256.0.0.1',
+  'ip-or-empty': '256.0.0.1',
 };
 
 /** A value of each JSON type, to send where another is expected. */

@@ -1,7 +1,7 @@
 import type { Tenant } from '../auth/tenant.js';
 import type { Database } from '../db/index.js';
 import { CREDIT_PART, creditsSql } from './credits-sql.js';
-import type { ModelId, WindowDays } from './models.js';
+import { UNLIMITED, type AttributionWindow, type ModelId } from './models.js';
 import { pathsSql } from './paths.js';
 
 /** Credited revenue is exact until it is written out, then rounded to this many decimal places, as exports round money. */
@@ -18,13 +18,13 @@ export function createAttributionExplainer(db: Database) {
      * database, so that amounts keep their exact decimals; undefined when the client has no such
      * order.
      */
-    async explain(tenant: Tenant, orderId: string, model: ModelId, window: WindowDays): Promise<string | undefined> {
+    async explain(tenant: Tenant, orderId: string, model: ModelId, window: AttributionWindow): Promise<string | undefined> {
       const [row] = await db.query<{ explanation: string }>(
         `WITH ${pathsSql({ clientId: '$1::uuid', environment: '$2::text', orders: { orderId: '$3::text' }, windows: [window] })}
          SELECT json_build_object(
                   'order_id', p.order_id, 'customer_id', p.customer_id, 'time_of_purchase', utc_iso(p.time_of_purchase),
                   'purchase_total', p.purchase_total, 'currency', p.currency, 'first_time', p.first_order,
-                  'model', $4::text, 'window', p.window_days, 'unattributed', json_array_length(c.touchpoints) = 0,
+                  'model', $4::text, 'window', coalesce(to_json(p.window_days), to_json('${UNLIMITED}'::text)), 'unattributed', c.unattributed,
                   'touchpoints', c.touchpoints)::text AS explanation
            FROM paths p
           CROSS JOIN (
@@ -32,8 +32,10 @@ export function createAttributionExplainer(db: Database) {
                      'touchpoint_id', touchpoint_id, 'occurred_at', utc_iso(occurred_at), 'type', type, 'channel', channel,
                      'platform_name', platform_name, 'campaign_id', campaign_id, 'adset_id', adset_id, 'ad_id', ad_id,
                      'credit', credit_parts * ${CREDIT_PART},
-                     'revenue', round(credit_parts * purchase_total * ${CREDIT_PART}, ${REVENUE_SCALE})) ORDER BY path_position), '[]') AS touchpoints
-              FROM (${creditsSql('candidates', model)}) AS credited
+                     'revenue', round(credit_parts * purchase_total * ${CREDIT_PART}, ${REVENUE_SCALE})) ORDER BY path_position)
+                       FILTER (WHERE NOT unattributed), '[]') AS touchpoints,
+                   bool_or(unattributed) AS unattributed
+              FROM (${creditsSql('candidates', [model])}) AS credited
           ) AS c`,
         [tenant.clientId, tenant.environment, orderId, model],
       );

@@ -63,13 +63,21 @@ export const MODEL_ALIASES = {
 export const modelNamed = (id: string): ModelId | undefined =>
   (MODEL_IDS as readonly string[]).includes(id) ? (id as ModelId) : MODEL_ALIASES[id as keyof typeof MODEL_ALIASES];
 
-/** Attribution windows, in days of 24 hours each. */
-export const WINDOWS = [1, 3, 7, 14, 30, 60, 90] as const;
-export type WindowDays = (typeof WINDOWS)[number];
+/** The window without a lookback limit, named as the hosted API names it: every touchpoint before the purchase. */
+export const UNLIMITED = 'infinity';
+/** Attribution windows: days of 24 hours each, or UNLIMITED. */
+export const WINDOWS = [1, 3, 7, 14, 30, 60, 90, UNLIMITED] as const;
+export type AttributionWindow = (typeof WINDOWS)[number];
+/** Windows as requests name them: `"30"`, `"infinity"`. */
+export const WINDOW_NAMES: readonly string[] = WINDOWS.map(String);
+/** The window a name of WINDOW_NAMES names. */
+export const windowNamed = (name: string): AttributionWindow => (name === UNLIMITED ? UNLIMITED : (Number(name) as AttributionWindow));
+/** A window's days as SQL's `window_days` column holds them: NULL for no limit. */
+export const windowDaysSql = (window: AttributionWindow): number | null => (window === UNLIMITED ? null : window);
 
 /** The model and window used when a request names none: linear favours no touchpoint, and 30 days is the issue's own example. */
 export const DEFAULT_MODEL: ModelId = 'linear';
-export const DEFAULT_WINDOW: WindowDays = 30;
+export const DEFAULT_WINDOW: AttributionWindow = 30;
 
 export const CREDIT_SCALE = 9;
 /** The whole of an order's credit: every credit is a whole number of these parts. */
@@ -80,10 +88,13 @@ export const DAY_MS = 86_400_000;
 export const HALF_LIFE_MS = 7 * DAY_MS;
 /**
  * time_decay: a weight is 2^(−age ÷ HALF_LIFE_MS) rounded down to a billionth, so that shares are
- * exact integer arithmetic (weight × CREDIT_PARTS stays below 2^63 for SQL's bigint). At 90 days
- * a weight is still 135,000 billionths. The power is binary floating point, where V8 and the C
- * library under PostgreSQL can differ in the last bit; that moves a rounded weight only within
- * about 10^-16 of a billionth, once in tens of millions of touchpoints.
+ * exact integer arithmetic (weight × CREDIT_PARTS stays below 2^63 for SQL's bigint), and at
+ * least one billionth. At 90 days a weight is still 135,000 billionths; past about 209 days (only
+ * in the UNLIMITED window) it would round to 0, and a path of such touchpoints alone would have no
+ * weight to share: with a billionth each, they share its credit equally. The power is binary
+ * floating point, where V8 and the C library under PostgreSQL can differ in the last bit; that
+ * moves a rounded weight only within about 10^-16 of a billionth, once in tens of millions of
+ * touchpoints.
  */
 export const DECAY_WEIGHT_UNIT = 1_000_000_000;
 /** clicks_and_views: how long before the purchase a view counts. */
@@ -113,11 +124,12 @@ const pathOrder = (a: Touchpoint, b: Touchpoint) =>
   a.occurred_at - b.occurred_at || Buffer.compare(Buffer.from(a.touchpoint_id), Buffer.from(b.touchpoint_id));
 
 /**
- * An order's path: its customer's visits from `windowDays` × 24 hours before the purchase to the
- * purchase, both ends included, and for clicks_and_views the views of the last 24 hours too.
+ * An order's path: its customer's visits from `window` × 24 hours before the purchase (or from any
+ * time, for UNLIMITED) to the purchase, both ends included, and for clicks_and_views the views of
+ * the last 24 hours too.
  */
-function pathOf<T extends Touchpoint>(purchasedAt: number, model: ModelId, windowDays: WindowDays, candidates: readonly T[]): T[] {
-  const from = purchasedAt - windowDays * DAY_MS;
+function pathOf<T extends Touchpoint>(purchasedAt: number, model: ModelId, window: AttributionWindow, candidates: readonly T[]): T[] {
+  const from = window === UNLIMITED ? -Infinity : purchasedAt - window * DAY_MS;
   const inPath = (touchpoint: T) =>
     touchpoint.occurred_at >= from &&
     touchpoint.occurred_at <= purchasedAt &&
@@ -143,7 +155,7 @@ const WEIGHTS: Record<ModelId, (path: readonly Touchpoint[], purchasedAt: number
   position_based: (path) =>
     path.length <= 2 ? equal(path) : path.map((_, i) => (i === 0 || i === path.length - 1 ? 2 * (path.length - 2) : 1)),
   time_decay: (path, purchasedAt) =>
-    path.map((touchpoint) => Math.floor(2 ** -((purchasedAt - touchpoint.occurred_at) / HALF_LIFE_MS) * DECAY_WEIGHT_UNIT)),
+    path.map((touchpoint) => Math.max(1, Math.floor(2 ** -((purchasedAt - touchpoint.occurred_at) / HALF_LIFE_MS) * DECAY_WEIGHT_UNIT))),
   clicks_only: clicks,
   clicks_and_views: clicks,
 };
@@ -163,10 +175,10 @@ function apportion(weights: readonly number[]): number[] {
 export function attribute<T extends Touchpoint>(
   purchasedAt: number,
   model: ModelId,
-  windowDays: WindowDays,
+  window: AttributionWindow,
   candidates: readonly T[],
 ): Credit<T>[] | typeof UNATTRIBUTED {
-  const path = pathOf(purchasedAt, model, windowDays, candidates);
+  const path = pathOf(purchasedAt, model, window, candidates);
   if (path.length === 0) return UNATTRIBUTED;
   const parts = apportion(WEIGHTS[model](path, purchasedAt));
   return path.map((touchpoint, i) => ({ touchpoint, parts: parts[i]! }));

@@ -3,22 +3,27 @@ import { Type } from 'typebox';
 import { ApiError } from '../http/errors.js';
 import { ErrorEnvelope, Identifier } from '../http/schemas.js';
 import type { AttributionExplainer } from './explanation.js';
-import { DEFAULT_MODEL, DEFAULT_WINDOW, MODEL_IDS, WINDOWS, type ModelId, type WindowDays } from './models.js';
+import { DEFAULT_MODEL, DEFAULT_WINDOW, MODEL_IDS, UNLIMITED, WINDOW_NAMES, windowNamed, type ModelId } from './models.js';
 
 
-const ExplanationQuery = Type.Object(
+export const ExplanationQuery = Type.Object(
   {
     model: Type.Optional(
       Type.String({ enum: MODEL_IDS, default: DEFAULT_MODEL, 'x-messages': { enum: `Must be one of ${MODEL_IDS.join(', ')}` } }),
     ),
     window: Type.Optional(
-      Type.Integer({ enum: [...WINDOWS], default: DEFAULT_WINDOW, description: 'Days of 24 hours.', 'x-messages': { enum: `Must be one of ${WINDOWS.join(', ')}` } }),
+      Type.String({
+        enum: WINDOW_NAMES,
+        default: String(DEFAULT_WINDOW),
+        description: `Days of 24 hours, or ${UNLIMITED} for no lookback limit.`,
+        'x-messages': { enum: `Must be one of ${WINDOW_NAMES.join(', ')}` },
+      }),
     ),
   },
   { additionalProperties: false },
 );
 
-const Explanation = Type.Object({
+export const Explanation = Type.Object({
   order_id: Type.String(),
   customer_id: Type.String(),
   time_of_purchase: Type.String({ format: 'date-time', description: 'In UTC.' }),
@@ -26,7 +31,7 @@ const Explanation = Type.Object({
   currency: Type.String(),
   first_time: Type.Boolean({ description: "Whether this is the customer's first order ever (ties by time_of_purchase, then order_id)." }),
   model: Type.String(),
-  window: Type.Integer(),
+  window: Type.Union([Type.Integer(), Type.Literal(UNLIMITED)], { description: `Days, or ${UNLIMITED}.` }),
   unattributed: Type.Boolean({ description: 'The path is empty: the whole order is credited to unattributed.' }),
   touchpoints: Type.Array(
     Type.Object({
@@ -54,16 +59,16 @@ export const attributionRoutes: FastifyPluginAsyncTypebox<{ explainer: Attributi
       schema: {
         summary: "Explain an order's attribution",
         description: `The order's path under a model and window (by default ${DEFAULT_MODEL} and ${DEFAULT_WINDOW} days), each touchpoint with its credit and revenue: what exports count for this order.`,
-        params: Type.Object({ order_id: Identifier('The order.') }),
+        params: Type.Object({ order_id: Type.String({ ...Identifier('The order.'), examples: ['1001'] }) }),
         querystring: ExplanationQuery,
         response: { 200: Explanation, 401: ErrorEnvelope, 404: ErrorEnvelope, 422: ErrorEnvelope },
       },
     },
     async (request, reply) => {
-      const { model = DEFAULT_MODEL, window = DEFAULT_WINDOW } = request.query;
+      const { model = DEFAULT_MODEL, window = String(DEFAULT_WINDOW) } = request.query;
       const { tenant } = request;
       // The test credentials store nothing, so they have no order to explain.
-      const explanation = tenant.dryRun ? undefined : await explainer.explain(tenant, request.params.order_id, model as ModelId, window as WindowDays);
+      const explanation = tenant.dryRun ? undefined : await explainer.explain(tenant, request.params.order_id, model as ModelId, windowNamed(window));
       if (explanation === undefined) throw new ApiError(404, 'No order with this id');
       return reply.type('application/json').send(explanation as never);
     },

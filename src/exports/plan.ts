@@ -1,5 +1,5 @@
 import { Value } from 'typebox/value';
-import { DEFAULT_MODEL, DEFAULT_WINDOW, modelNamed, type WindowDays } from '../attribution/models.js';
+import { DEFAULT_MODEL, DEFAULT_WINDOW, modelNamed, windowNamed } from '../attribution/models.js';
 import type { ErrorItem } from '../http/errors.js';
 import { breakdownNamed, isAttributionMetric, isOrderMetric } from './catalog.js';
 import { PeriodError, resolvePeriod } from './period.js';
@@ -7,7 +7,7 @@ import { DIMENSION_COLUMNS, type AccountingMode, type AttributionCombination, ty
 import { ExportRequest } from './schema.js';
 
 /** What an export asks for when it asks for attribution metrics and leaves out a list of attribution_options. */
-export const ATTRIBUTION_DEFAULTS = { model: DEFAULT_MODEL, windowDays: DEFAULT_WINDOW, accountingMode: 'cash' as AccountingMode };
+export const ATTRIBUTION_DEFAULTS = { model: DEFAULT_MODEL, window: DEFAULT_WINDOW, accountingMode: 'cash' as AccountingMode };
 /** The distinct values of a list, in the order first given. */
 const distinct = <T>(values: readonly T[]) => [...new Set(values)];
 
@@ -107,9 +107,9 @@ export function planExport(request: ExportRequest, timeZone: string, now: Date):
       model: modelNamed(modelAsked)!,
       modelAsked,
     }));
-    const windows = attribution_windows.length > 0 ? distinct(attribution_windows.map((days) => Number(days) as WindowDays)) : [ATTRIBUTION_DEFAULTS.windowDays];
+    const windows = attribution_windows.length > 0 ? distinct(attribution_windows.map(windowNamed)) : [ATTRIBUTION_DEFAULTS.window];
     const modes = accounting_modes.length > 0 ? distinct(accounting_modes as AccountingMode[]) : [ATTRIBUTION_DEFAULTS.accountingMode];
-    attribution = models.flatMap((named) => windows.flatMap((windowDays) => modes.map((accountingMode) => ({ ...named, windowDays, accountingMode }))));
+    attribution = models.flatMap((named) => windows.flatMap((window) => modes.map((accountingMode) => ({ ...named, window, accountingMode }))));
   } else {
     for (const [field, values] of Object.entries({ attribution_models, attribution_windows, accounting_modes })) {
       if (values.length > 0) ignored.push(`attribution_options.${field} (no attribution metric is asked for)`);

@@ -12,7 +12,8 @@ import type { Period } from './period.js';
 import type { ExportPlan } from './plan.js';
 
 export type { AccountingMode, AttributionCombination } from './attributed-rows.js';
-export type Granularity = 'HOURLY' | 'DAILY' | 'WEEKLY' | 'MONTHLY';
+/** PERIOD, which reports ask for and exports do not offer, makes the whole period one bucket, dated by its first day. */
+export type Granularity = 'HOURLY' | 'DAILY' | 'WEEKLY' | 'MONTHLY' | 'PERIOD';
 export type Level = 'platform' | 'campaign' | 'adset' | 'ad';
 
 /** What decides the rows of an export: the part of its plan (plan.ts) that the row builder runs. */
@@ -71,7 +72,7 @@ export const CLIENT_TEXT_COLUMNS = [PLATFORM, ACCOUNT, ...OBJECTS].flatMap((dime
 export const DIMENSION_COLUMNS = ['date', ...CLIENT_TEXT_COLUMNS, 'kind', 'currency', ...ATTRIBUTION_COLUMNS];
 
 const SPEND_COLUMNS = 'platform_name, platform_account_id, campaign_id, adset_id, ad_id, campaign_name, adset_name, ad_name, spend, spend_currency, impressions, clicks';
-const UNITS: Record<Exclude<Granularity, 'HOURLY'>, string> = { DAILY: 'day', WEEKLY: 'week', MONTHLY: 'month' };
+const UNITS: Record<Exclude<Granularity, 'HOURLY' | 'PERIOD'>, string> = { DAILY: 'day', WEEKLY: 'week', MONTHLY: 'month' };
 /** Ratios are rounded to this many decimal places. */
 const RATIO_SCALE = 6;
 const ratio = (numerator: string, denominator: string) => `round(${numerator} / nullif(${denominator}, 0), ${RATIO_SCALE})`;
@@ -134,11 +135,17 @@ export function exportRowsSql(query: ExportRowsQuery): { sql: string; params: un
     period.kind === 'days'
       ? ['$4::date', '$5::date']
       : ['($4::timestamptz AT TIME ZONE $3)::date', "(($5::timestamptz - interval '1 microsecond') AT TIME ZONE $3)::date + 1"];
-  /** The bucket of an instant: its hour, or the local day, week (from Monday) or month it falls in. */
+  const periodStart = `(${fromInstant} AT TIME ZONE $3)`;
+  /**
+   * The bucket of an instant: its hour, or the local day, week (from Monday) or month it falls in,
+   * or the period's; an instant before the period (a customer's first order) is before its bucket.
+   */
   const bucketOf = (instant: string) =>
     granularity === 'HOURLY'
       ? `date_trunc('hour', ${instant} AT TIME ZONE 'UTC') AT TIME ZONE 'UTC'`
-      : `date_trunc('${UNITS[granularity]}', ${instant} AT TIME ZONE $3)`;
+      : granularity === 'PERIOD'
+        ? `(CASE WHEN ${instant} < ${fromInstant} THEN '-infinity'::timestamp ELSE ${periodStart} END)`
+        : `date_trunc('${UNITS[granularity]}', ${instant} AT TIME ZONE $3)`;
   const label =
     granularity === 'HOURLY'
       ? `to_char(bucket AT TIME ZONE $3, 'YYYY-MM-DD"T"HH24:MI:SS') || utc_offset(bucket, $3)`
@@ -151,7 +158,7 @@ export function exportRowsSql(query: ExportRowsQuery): { sql: string; params: un
   const records =
     granularity === 'HOURLY'
       ? `SELECT *, instant AS bucket FROM (${hourly}) AS h`
-      : `SELECT *, date_trunc('${UNITS[granularity]}', local_time) AS bucket FROM (
+      : `SELECT *, ${granularity === 'PERIOD' ? periodStart : `date_trunc('${UNITS[granularity]}', local_time)`} AS bucket FROM (
           ${daily} UNION ALL SELECT h.* FROM (${hourly}) AS h
           WHERE NOT EXISTS (SELECT 1 FROM spend_daily d
                              WHERE d.client_id = $1 AND d.environment = $2 AND d.period = h.local_time::date
@@ -226,9 +233,18 @@ export function exportRowsSql(query: ExportRowsQuery): { sql: string; params: un
         ...attributionCtes({ combinations: attribution, params, fromInstant: ordersFrom, toInstant: ordersTo, bucketOf, keys: partition, kept }),
       );
       const keyColumns = partition.map((key, index) => `${key} AS key_${index}`);
-      const money = `SELECT ${COMBINATION_KEYS.join(', ')}, bucket, ${sortKeys.join(', ')}, currency, ${SPEND_SUMS.join(', ')}
+      // Spend and credits of an object in a bucket and currency are added up, not joined: a full
+      // join sorted both sides, 40 s of the year's export.
+      const creditSums = ['rev', 'txns', 'rev_ft', 'txns_ft'];
+      const noneOf = (sums: string[]) => sums.map((sum) => `NULL::numeric AS ${sum}`).join(', ');
+      const money = `SELECT ${COMBINATION_KEYS.join(', ')}, bucket, ${sortKeys.join(', ')}, currency, ${SPEND_SUMS.join(', ')}, ${noneOf(creditSums)}
         FROM object_spend CROSS JOIN combinations`;
-      const credits = `SELECT ${COMBINATION_KEYS.join(', ')}, bucket, ${keyColumns.join(', ')}, currency, rev, txns, rev_ft, txns_ft FROM credit_totals`;
+      const credits = `SELECT ${COMBINATION_KEYS.join(', ')}, bucket, ${keyColumns.join(', ')}, currency, ${noneOf(SPEND_SUMS)}, ${creditSums.join(', ')}
+        FROM credit_totals`;
+      const amounts = `SELECT ${COMBINATION_KEYS.join(', ')}, bucket, ${sortKeys.join(', ')}, currency,
+             ${[...SPEND_SUMS, ...creditSums].map((sum) => `sum(${sum}) AS ${sum}`).join(', ')}
+        FROM (${money} UNION ALL ${credits}) AS amounts
+       GROUP BY ${COMBINATION_KEYS.join(', ')}, bucket, ${sortKeys.join(', ')}, currency`;
       const visits = `SELECT ${COMBINATION_KEYS.join(', ')}, bucket, ${keyColumns.join(', ')}, visits, new_visits FROM visit_totals CROSS JOIN combinations`;
       const named = dimensions.filter((dimension) => dimension.name).map((dimension) => dimension.column);
       const names = `SELECT DISTINCT ON (${sortKeys.join(', ')}) ${[...sortKeys, ...named].join(', ')} FROM object_spend`;
@@ -239,8 +255,7 @@ export function exportRowsSql(query: ExportRowsQuery): { sql: string; params: un
              ${SPEND_SUMS.map((sum) => `coalesce(${sum}, 0) AS ${sum}`).join(', ')},
              ${withOrders ? ORDER_SUMS.map(([sum, type]) => `NULL::${type} AS ${sum}, `).join('') : ''}
              ${ATTRIBUTION_SUMS.map(([sum]) => `coalesce(${sum}, 0) AS ${sum}`).join(', ')}
-        FROM (${money}) AS money
-        FULL JOIN (${credits}) AS credits USING (${COMBINATION_KEYS.join(', ')}, bucket, ${sortKeys.join(', ')}, currency)
+        FROM (${amounts}) AS amounts
         FULL JOIN (${visits}) AS visits USING (${COMBINATION_KEYS.join(', ')}, bucket, ${sortKeys.join(', ')})
         LEFT JOIN (${names}) AS names USING (${sortKeys.join(', ')})`);
     }

@@ -54,6 +54,9 @@ export const Touchpoint = Type.Object(
     additionalProperties: false,
     'x-required-any': ['visitor_id', 'customer_id'],
     'x-messages': { 'x-required-any': 'Give visitor_id or customer_id, or both' },
+    examples: [
+      { touchpoint_id: 't-1', occurred_at: '2024-03-08T08:00:00Z', visitor_id: 'v-9', landing_url: 'https://shop.example/?utm_source=meta&utm_campaign=spring' },
+    ],
   },
 );
 
@@ -79,7 +82,7 @@ export const UpsertResult = Type.Object({
 
 export const TouchpointListQuery = Type.Object(
   {
-    visitor_id: Type.Optional(Identifier("The visitor's touchpoints.")),
+    visitor_id: Type.Optional(Type.String({ ...Identifier("The visitor's touchpoints."), examples: ['v-9'] })),
     customer_id: Type.Optional(NonEmptyString("The customer's touchpoints: its own, and those of the visitors linked to it.")),
     start: Type.Optional(DateTime('Earliest occurred_at, inclusive.')),
     end: Type.Optional(DateTime('Latest occurred_at, inclusive.')),
@@ -121,6 +124,7 @@ export const Identity = Type.Object(
     'x-required-any': ['customer_id', 'order_id'],
     'x-exclusive': [['customer_id', 'order_id']],
     'x-messages': { 'x-required-any': 'Give customer_id or order_id' },
+    examples: [{ visitor_id: 'v-9', customer_id: 'c-42' }],
   },
 );
 
