@@ -485,6 +485,14 @@ describe('field rules', () => {
       rejectedWith(minimalOrder('o', { customer_ip_address: ip }), { loc: 'customer_ip_address', msg: 'Must be a valid IPv4 or IPv6 address', type: 'format' }));
   }
 
+  test('an empty customer_ip_address (unknown, as the WooCommerce plugin sends it) is accepted and kept empty', async () => {
+    const client = await service.createClient();
+    const response = await postOrders(service.production, client, [minimalOrder('o', { customer_ip_address: '' })]);
+    assert.equal(response.statusCode, 200, response.body);
+    const listed = await listOrders(service.production, client, { start_date: '2024-03-08', end_date: '2024-03-08' });
+    assert.equal(listed.json().data[0].customer_ip_address, '');
+  });
+
   test('internationalised e-mail addresses are accepted', async () => {
     const client = await service.createClient();
     const orders = ['müller@example.de', 'δοκιμή@παράδειγμα.δοκιμή', 'a.b+tag@sub.example.co.uk'].map((email, i) =>

@@ -16,10 +16,21 @@ export class AliasConflictError extends Error {
   }
 }
 
-/** Order ids of an alias request that do not exist (with the position of their first alias); nothing was stored. */
+/** Order ids of a request that do not exist (with the position of their first mention); nothing was stored. */
 export class UnknownOrdersError extends Error {
   constructor(readonly missing: { index: number; order_id: string }[]) {
     super('Unknown order ids');
+  }
+}
+
+/**
+ * Patched orders (by position) that would hold an e-mail or phone number beside its hash, one
+ * sent and the other stored; `fields` names the plain ones (customer_email, customer_phone_number).
+ * Nothing was stored.
+ */
+export class ExclusiveFieldsError extends Error {
+  constructor(readonly orders: { index: number; fields: string[] }[]) {
+    super('Fields that exclude each other');
   }
 }
 
@@ -106,7 +117,8 @@ export function createOrderRepository(db: Database) {
     upsert(tenant: Tenant, batchJson: string, aliases: readonly AliasToAttach[], defaults: Record<string, unknown> = {}) {
       return db.transaction(async (tx) => {
         // Sorted by order_id as the key is (byte-wise), so that concurrent batches lock rows in one order.
-        // updated_at is read from the clock after the row lock is held, so it never goes back.
+        // updated_at never goes back, should a transaction that started earlier write the row later;
+        // no volatile function in SET, which a distributed PostgreSQL (Citus) refuses there.
         const rows = await tx.query<{ inserted: boolean }>(
           `INSERT INTO orders AS o (client_id, environment, order_id, time_of_purchase, body, created_at, updated_at)
            SELECT $1, $2, b.body->>'order_id', (b.body->>'time_of_purchase')::timestamptz,
@@ -114,13 +126,64 @@ export function createOrderRepository(db: Database) {
              FROM jsonb_array_elements($3::jsonb) AS b(body)
             ORDER BY b.body->>'order_id' COLLATE "C"
            ON CONFLICT (client_id, environment, order_id) DO UPDATE SET
-             time_of_purchase = excluded.time_of_purchase, body = excluded.body, updated_at = clock_timestamp()
+             time_of_purchase = excluded.time_of_purchase, body = excluded.body, updated_at = greatest(o.updated_at, excluded.updated_at)
            RETURNING (xmax = 0) AS inserted`,
           [tenant.clientId, tenant.environment, batchJson, JSON.stringify(defaults)],
         );
         await attachAliases(tx, tenant, aliases);
         const inserted = rows.filter((row) => row.inserted).length;
         return { inserted, updated: rows.length - inserted };
+      });
+    },
+
+    /**
+     * Changes the fields each order of `patchJson` (a JSON array of patches, as received, whose
+     * order ids are `orderIds`) sends, clears those it sends as null, and attaches the aliases. One transaction: when an order is
+     * unknown (UnknownOrdersError), an e-mail or phone number would be stored beside its hash
+     * (ExclusiveFieldsError) or an alias is taken, nothing is stored. The orders are locked in
+     * key order, as the upsert locks them, and updated_at never goes back.
+     */
+    patch(tenant: Tenant, patchJson: string, orderIds: readonly string[], aliases: readonly AliasToAttach[], updatedAt: Date) {
+      return db.transaction(async (tx) => {
+        // `locked` takes the row locks first, one key lookup per order in key order (byte-wise), as
+        // the upsert takes them; the UPDATE then finds its rows by key among those (a join to
+        // them was planned as a hash of all the client's orders on a table without statistics).
+        // The orders it does not return are unknown; `both` names the pairs of exclusive fields
+        // the merged body would hold.
+        const rows = await tx.query<{ n: number; both: string[] }>(
+          `WITH patch AS (
+             SELECT p.body->>'order_id' AS order_id, p.n::int - 1 AS n,
+                    (SELECT jsonb_object_agg(f.key, f.value) FROM jsonb_each(p.body) AS f
+                      WHERE f.value <> 'null'::jsonb AND f.key <> 'alternate_order_ids') AS fields,
+                    ARRAY(SELECT f.key FROM jsonb_each(p.body) AS f WHERE f.value = 'null'::jsonb) AS cleared
+               FROM jsonb_array_elements($3::jsonb) WITH ORDINALITY AS p(body, n)
+           ),
+           locked AS MATERIALIZED (
+             SELECT o.order_id
+               FROM (SELECT order_id FROM patch ORDER BY order_id COLLATE "C") AS p
+              CROSS JOIN LATERAL (SELECT order_id FROM orders
+                                   WHERE client_id = $1 AND environment = $2 AND order_id = p.order_id
+                                     FOR UPDATE) AS o
+           )
+           UPDATE orders o
+              SET body = (o.body - p.cleared) || p.fields,
+                  time_of_purchase = coalesce((p.fields->>'time_of_purchase')::timestamptz, o.time_of_purchase),
+                  updated_at = greatest(o.updated_at, $4::timestamptz)
+             FROM patch p
+            WHERE o.client_id = $1 AND o.environment = $2
+              AND o.order_id = ANY (ARRAY(SELECT order_id FROM locked)) AND o.order_id = p.order_id
+           RETURNING p.n, ARRAY(SELECT pair[1] FROM (VALUES (ARRAY['customer_email', 'hashed_customer_email']),
+                                                            (ARRAY['customer_phone_number', 'hashed_customer_phone_number'])) AS e(pair)
+                                 WHERE o.body ?& pair) AS both`,
+          [tenant.clientId, tenant.environment, patchJson, updatedAt],
+        );
+        const found = new Set(rows.map((row) => row.n));
+        const missing = orderIds.flatMap((order_id, index) => (found.has(index) ? [] : [{ index, order_id }]));
+        if (missing.length > 0) throw new UnknownOrdersError(missing);
+        const exclusive = rows.filter((row) => row.both.length > 0).sort((a, b) => a.n - b.n);
+        if (exclusive.length > 0) throw new ExclusiveFieldsError(exclusive.map(({ n, both }) => ({ index: n, fields: both })));
+        await attachAliases(tx, tenant, aliases);
+        return { updated: rows.length };
       });
     },
 

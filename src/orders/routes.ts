@@ -6,7 +6,14 @@ import { ApiError, invalidRequest, type ErrorItem } from '../http/errors.js';
 import { dataJson } from '../http/json-text.js';
 import { pageInfo, pageRequested, wholeInfo } from '../http/pagination.js';
 import { ErrorEnvelope } from '../http/schemas.js';
-import { AliasConflictError, UnknownOrdersError, type AliasToAttach, type DateRange, type OrderRepository } from './repository.js';
+import {
+  AliasConflictError,
+  ExclusiveFieldsError,
+  UnknownOrdersError,
+  type AliasToAttach,
+  type DateRange,
+  type OrderRepository,
+} from './repository.js';
 import {
   AliasRequest,
   AliasResult,
@@ -14,9 +21,12 @@ import {
   OrderBatch,
   OrderListQuery,
   OrderPage,
+  OrderPatchBatch,
+  PatchResult,
   UpsertResult,
   type Order,
   type OrderAsSent,
+  type OrderPatch,
 } from './schema.js';
 import { orderWarnings } from './warnings.js';
 
@@ -29,7 +39,7 @@ interface RequestedAlias extends AliasToAttach {
   loc: string;
 }
 
-export function aliasesOf(orders: readonly OrderAsSent[]): RequestedAlias[] {
+export function aliasesOf(orders: readonly Pick<OrderPatch, 'order_id' | 'alternate_order_ids'>[]): RequestedAlias[] {
   return orders.flatMap((order, index) =>
     (order.alternate_order_ids ?? []).map((alias, a) => ({
       order_id: order.order_id,
@@ -74,6 +84,32 @@ function conflictError(error: AliasConflictError, aliases: readonly RequestedAli
         order_id: alias.order_id,
       };
     }),
+  );
+}
+
+/** The 404 of a request naming unknown orders; `locOf` says where the request named each. */
+function notFoundError(error: UnknownOrdersError, locOf: (index: number) => string): ApiError {
+  return new ApiError(
+    404,
+    `${plural(error.missing.length, 'order')} not found; nothing was stored`,
+    error.missing.map(({ index, order_id }) => ({ loc: locOf(index), msg: `Order ${order_id} does not exist`, type: 'not_found', order_id })),
+  );
+}
+
+/** A patch that sends an e-mail or phone number whose hash the order holds, or the reverse. */
+function storedBesideHashError(error: ExclusiveFieldsError, batch: readonly OrderPatch[]): ApiError {
+  return invalidRequest(
+    error.orders.flatMap(({ index, fields }) =>
+      fields.map((plain) => {
+        const hashed = `hashed_${plain}`;
+        const [sent, stored] = (batch[index] as Record<string, unknown>)[plain] != null ? [plain, hashed] : [hashed, plain];
+        return {
+          loc: `body/${index}/${sent}`,
+          msg: `Must not be present together with ${stored}, which the order has: clear it with "${stored}": null in the same patch`,
+          type: 'exclusive',
+        };
+      }),
+    ),
   );
 }
 
@@ -146,6 +182,43 @@ export const orderUpsertRoute: FastifyPluginAsyncTypebox<{ orders: OrderReposito
 export const orderRoutes: FastifyPluginAsyncTypebox<{ orders: OrderRepository }> = async (app, { orders }) => {
   await app.register(orderUpsertRoute, { orders, path: CURRENT_UPSERT });
 
+  app.patch(
+    '',
+    {
+      config: { rateLimit: 'orderWrites' },
+      schema: {
+        summary: 'Patch orders',
+        description:
+          'Changes the fields sent of existing orders, validated as the upsert validates them; the others keep their values. ' +
+          'null clears an optional field; products and refunds cannot be patched. All or nothing: an unknown order_id fails ' +
+          'the whole batch (404).',
+        body: OrderPatchBatch,
+        response: { 200: PatchResult, ...errors, 404: ErrorEnvelope, 413: ErrorEnvelope },
+      },
+    },
+    async (request) => {
+      const batch = request.body as OrderPatch[];
+      const aliases = aliasesOf(batch);
+      await checkBatch(orders, request.rawBody!, aliases);
+      if (!request.tenant.dryRun) {
+        const orderIds = batch.map((order) => order.order_id);
+        try {
+          await orders.patch(request.tenant, request.rawBody!, orderIds, aliases, new Date());
+        } catch (error) {
+          if (error instanceof UnknownOrdersError) throw notFoundError(error, (index) => `body/${index}/order_id`);
+          if (error instanceof ExclusiveFieldsError) throw storedBesideHashError(error, batch);
+          throw error instanceof AliasConflictError ? conflictError(error, aliases) : error;
+        }
+      }
+      return {
+        message: `Updated ${plural(batch.length, 'order')}`,
+        updated: batch.length,
+        warnings: orderWarnings(batch),
+        request_id: request.id,
+      };
+    },
+  );
+
   app.post(
     '/aliases',
     {
@@ -166,18 +239,7 @@ export const orderRoutes: FastifyPluginAsyncTypebox<{ orders: OrderRepository }>
         try {
           result = await orders.addAliases(request.tenant, aliases);
         } catch (error) {
-          if (error instanceof UnknownOrdersError) {
-            throw new ApiError(
-              404,
-              `${plural(error.missing.length, 'order')} not found; nothing was stored`,
-              error.missing.map(({ index, order_id }) => ({
-                loc: `${aliases[index]!.loc}/order_id`,
-                msg: `Order ${order_id} does not exist`,
-                type: 'not_found',
-                order_id,
-              })),
-            );
-          }
+          if (error instanceof UnknownOrdersError) throw notFoundError(error, (index) => `${aliases[index]!.loc}/order_id`);
           throw error instanceof AliasConflictError ? conflictError(error, aliases) : error;
         }
       }

@@ -82,7 +82,7 @@ const orderProperties = {
   hashed_customer_email: Type.Optional(Text('SHA-256 of the normalised e-mail.')),
   hashed_customer_phone_number: Type.Optional(Text('SHA-256 of the E.164 phone number.')),
   customer_name: Type.Optional(Text()),
-  customer_ip_address: Type.Optional(Type.String({ format: 'ip', maxLength: 64, description: 'IPv4 or IPv6 address.' })),
+  customer_ip_address: Type.Optional(Type.String({ format: 'ip-or-empty', maxLength: 64, description: 'IPv4 or IPv6 address; empty when unknown.' })),
   discount_codes: Type.Optional(TextList(ORDER_LIST_LIMITS.codesOrTags)),
   discount_amount: Type.Optional(Amount('Total discount, in the order currency.')),
   order_tags: Type.Optional(TextList(ORDER_LIST_LIMITS.codesOrTags)),
@@ -121,11 +121,15 @@ const orderOptions = {
   'x-distinct': ['order_id', 'customer_id'],
 };
 
-export const Order = Type.Object(orderProperties, orderOptions);
+const ORDER_EXAMPLE = { order_id: '1001', customer_id: 'c-42', time_of_purchase: '2024-03-08T09:23:45Z', tax: 3.2, currency: 'USD', purchase_total: 49.99, products: [{ id: 'shirt', name: 'Shirt', quantity: 1, price: 44.99 }], shipping_cost: 5 };
+export const Order = Type.Object(orderProperties, { ...orderOptions, examples: [ORDER_EXAMPLE] });
 export type Order = Static<typeof Order>;
 
 /** An order on the old path (`POST /v1/orders`), whose clients leave shipping_cost out: it is then 0. */
-export const LegacyOrder = Type.Object({ ...orderProperties, shipping_cost: Type.Optional(orderProperties.shipping_cost) }, orderOptions);
+export const LegacyOrder = Type.Object(
+  { ...orderProperties, shipping_cost: Type.Optional(orderProperties.shipping_cost) },
+  { ...orderOptions, examples: [ORDER_EXAMPLE] },
+);
 /** An order as either path takes it. */
 export type OrderAsSent = Static<typeof LegacyOrder>;
 
@@ -143,6 +147,51 @@ const batchOf = <T extends TSchema>(order: T) =>
 export const OrderBatch = batchOf(Order);
 export const LegacyOrderBatch = batchOf(LegacyOrder);
 
+/** Fields a patch cannot change: an order's lines are changed by sending the whole order again. */
+const UNPATCHABLE_FIELDS = ['products', 'refunds'] as const;
+type UnpatchableField = (typeof UNPATCHABLE_FIELDS)[number];
+
+/** An order patch: its order_id, and the fields to change; null clears an optional field. */
+export type OrderPatch = Pick<Order, 'order_id'> & {
+  [Field in Exclude<keyof Order, 'order_id' | UnpatchableField>]?: Order[Field] | null;
+};
+
+/** `field`'s schema in a patch: null is refused with `nullMessage`. */
+const notNullable = (field: TSchema & { 'x-messages'?: object }, nullMessage: { msg: string; type: string }) =>
+  Type.Optional(Type.Unsafe({ ...field, 'x-messages': { ...field['x-messages'], null: nullMessage } }));
+
+/**
+ * A field in a patch: each is optional and validated as the upsert validates it; null clears
+ * what an order may leave out, and is refused where every order has a value. The lines cannot
+ * be patched, and aliases are only ever added, as an upsert adds them.
+ */
+function patchField(name: string, field: TSchema & { type?: string }): TSchema {
+  if (name === 'order_id') return field;
+  if ((UNPATCHABLE_FIELDS as readonly string[]).includes(name)) {
+    return Type.Optional(
+      Type.Never({
+        description: 'Cannot be patched: send the whole order to POST /v2/orders to change it.',
+        'x-messages': { not: { msg: `${name} cannot be patched; send the whole order to POST /v2/orders to change it`, type: 'not_patchable' } },
+      }),
+    );
+  }
+  if (name === 'alternate_order_ids') {
+    return notNullable(field, { msg: 'Aliases cannot be removed; leave alternate_order_ids out, or list aliases to add', type: 'type' });
+  }
+  if ((Order.required as readonly string[]).includes(name)) return notNullable(field, { msg: 'Cannot be cleared: every order has one', type: 'required' });
+  return Type.Optional(Type.Unsafe({ ...field, type: [field.type, 'null'] }));
+}
+
+export const OrderPatch = Type.Object(
+  Object.fromEntries(Object.entries(orderProperties).map(([name, field]) => [name, patchField(name, field)])),
+  {
+    ...orderOptions,
+    description: 'The fields of an existing order to change; those left out keep their values, null clears one.',
+    examples: [{ order_id: '1001', customer_email: null, order_tags: ['wholesale'] }],
+  },
+);
+export const OrderPatchBatch = batchOf(OrderPatch);
+
 export const Warning = Type.Object({
   order_id: Type.String(),
   loc: Type.String(),
@@ -158,6 +207,13 @@ export const UpsertResult = Type.Object({
   request_id: Type.String({ format: 'uuid' }),
 });
 
+export const PatchResult = Type.Object({
+  message: Type.String(),
+  updated: Type.Integer({ description: 'Orders changed: every order of the request.' }),
+  warnings: UpsertResult.properties.warnings,
+  request_id: Type.String({ format: 'uuid' }),
+});
+
 export const AliasRequest = Type.Object(
   {
     aliases: Type.Array(
@@ -165,7 +221,7 @@ export const AliasRequest = Type.Object(
       { minItems: 1, maxItems: MAX_ALIASES_PER_REQUEST },
     ),
   },
-  { additionalProperties: false },
+  { additionalProperties: false, examples: [{ aliases: [{ order_id: '1001', type: 'shopify_id', id: '5550001001' }] }] },
 );
 
 export const AliasResult = Type.Object({
@@ -177,8 +233,8 @@ export const AliasResult = Type.Object({
 
 export const OrderListQuery = Type.Object(
   {
-    start_date: Type.String({ format: 'date', description: 'First day (UTC) of time_of_purchase, inclusive.' }),
-    end_date: Type.String({ format: 'date', description: 'Last day (UTC) of time_of_purchase, inclusive.' }),
+    start_date: Type.String({ format: 'date', description: 'First day (UTC) of time_of_purchase, inclusive.', examples: ['2024-03-01'] }),
+    end_date: Type.String({ format: 'date', description: 'Last day (UTC) of time_of_purchase, inclusive.', examples: ['2024-03-31'] }),
     ...OptionalPageQuery.properties,
   },
   { additionalProperties: false },

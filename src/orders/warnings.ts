@@ -1,24 +1,26 @@
 import { isEmail } from '../http/validation.js';
-import type { OrderAsSent, Warning } from './schema.js';
+import type { OrderAsSent, OrderPatch, Warning } from './schema.js';
 
 const SHA256_HEX = /^[0-9a-f]{64}$/i;
 
 /**
- * The specification's "should" rules. Breaking one does not reject the order: the caller is
- * told, and the order is stored as sent.
+ * The specification's "should" rules, over the fields sent (a patch's only). Breaking one does
+ * not reject the order: the caller is told, and the order is stored as sent.
  */
-export function orderWarnings(orders: readonly OrderAsSent[]): Warning[] {
+export function orderWarnings(orders: readonly (OrderAsSent | OrderPatch)[]): Warning[] {
   const warnings: Warning[] = [];
   orders.forEach((order, index) => {
     const warn = (path: string, msg: string) => warnings.push({ order_id: order.order_id, loc: `body/${index}/${path}`, msg });
 
-    if (isEmail(order.customer_id)) {
+    if (order.customer_id != null && isEmail(order.customer_id)) {
       warn('customer_id', "Looks like an e-mail address; send the shop's internal customer id instead");
     }
     for (const field of ['hashed_customer_email', 'hashed_customer_phone_number'] as const) {
       const value = order[field];
-      if (value !== undefined && !SHA256_HEX.test(value)) warn(field, 'Is not a SHA-256 hash (64 hexadecimal characters)');
+      if (value != null && !SHA256_HEX.test(value)) warn(field, 'Is not a SHA-256 hash (64 hexadecimal characters)');
     }
+    // Lines are never patched: only a whole order has refunds to measure against its products.
+    if (!('products' in order)) return;
     order.refunds?.forEach((refund, r) => {
       // A refund without a variant refunds the product, whichever of its variants were ordered.
       const lines = order.products.filter(
