@@ -1,0 +1,94 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { Type } from 'typebox';
+import type { Tenant } from '../auth/tenant.js';
+import type { Database } from '../db/index.js';
+import { localToday } from '../exports/period.js';
+import { ErrorEnvelope } from '../http/schemas.js';
+
+/** The days a feed's health covers, today (in the client's time zone) included. */
+export const FEED_HEALTH_DAYS = 30;
+type Feed = 'orders' | 'spend' | 'touchpoints';
+
+const addDays = (date: string, days: number) => new Date(Date.parse(`${date}T00:00:00Z`) + days * 86_400_000).toISOString().slice(0, 10);
+
+/**
+ * Records of each feed by the local day of their last write (updated_at: a record sent again
+ * counts on the day it was last received), and the feed's last write ever. One pass over the
+ * client's rows of each table: the days before the period are only read for the last write.
+ */
+const FEED_HEALTH_SQL = `
+  WITH received AS (
+    SELECT 'orders' AS feed, updated_at FROM orders WHERE client_id = $1 AND environment = $2
+    UNION ALL SELECT 'spend', updated_at FROM spend_hourly WHERE client_id = $1 AND environment = $2
+    UNION ALL SELECT 'spend', updated_at FROM spend_daily WHERE client_id = $1 AND environment = $2
+    UNION ALL SELECT 'touchpoints', updated_at FROM touchpoints WHERE client_id = $1 AND environment = $2)
+  SELECT feed, to_char(CASE WHEN updated_at >= ($4::date::timestamp AT TIME ZONE $3) THEN updated_at AT TIME ZONE $3 END, 'YYYY-MM-DD') AS day,
+         count(*)::int AS received, utc_iso(max(updated_at)) AS last_at
+    FROM received
+   GROUP BY 1, 2`;
+
+export interface FeedHealth {
+  time_zone: string;
+  days: ({ date: string } & Record<Feed, number>)[];
+  last_received_at: Record<Feed, string | null>;
+}
+
+/** What each feed of a client delivered over the last FEED_HEALTH_DAYS local days, oldest first. */
+export async function feedHealth(db: Database, tenant: Tenant, now: Date): Promise<FeedHealth> {
+  const [client] = tenant.dryRun ? [] : await db.query<{ time_zone: string }>('SELECT time_zone FROM clients WHERE client_id = $1', [tenant.clientId]);
+  const timeZone = client?.time_zone ?? 'UTC';
+  const today = localToday(timeZone, now);
+  const first = addDays(today, 1 - FEED_HEALTH_DAYS);
+  const days = Array.from({ length: FEED_HEALTH_DAYS }, (_, index) => ({ date: addDays(first, index), orders: 0, spend: 0, touchpoints: 0 }));
+  const last: Record<Feed, string | null> = { orders: null, spend: null, touchpoints: null };
+  // The test credentials store nothing.
+  const rows = tenant.dryRun
+    ? []
+    : await db.query<{ feed: Feed; day: string | null; received: number; last_at: string }>(FEED_HEALTH_SQL, [tenant.clientId, tenant.environment, timeZone, first]);
+  for (const { feed, day, received, last_at } of rows) {
+    const counted = days.find((candidate) => candidate.date === day);
+    if (counted) counted[feed] += received;
+    if (last[feed] === null || last_at > last[feed]) last[feed] = last_at;
+  }
+  return { time_zone: timeZone, days, last_received_at: last };
+}
+
+const Count = (feed: string) => Type.Integer({ description: `${feed} received that day.` });
+const LastAt = Type.Union([Type.String({ format: 'date-time' }), Type.Null()]);
+const Health = Type.Object(
+  {
+    time_zone: Type.String({ description: "The client's time zone, whose days these are." }),
+    days: Type.Array(Type.Object({ date: Type.String({ format: 'date' }), orders: Count('Orders'), spend: Count('Spend records (hourly and daily)'), touchpoints: Count('Touchpoints') }), {
+      description: `The last ${FEED_HEALTH_DAYS} days, today included, oldest first. A record sent again counts on the day it was last received.`,
+    }),
+    last_received_at: Type.Object(
+      { orders: LastAt, spend: LastAt, touchpoints: LastAt },
+      { description: 'When each feed last delivered a record, ever; null if never.' },
+    ),
+  },
+  {
+    examples: [
+      {
+        time_zone: 'Europe/Berlin',
+        days: [{ date: '2026-03-01', orders: 212, spend: 96, touchpoints: 5310 }],
+        last_received_at: { orders: '2026-03-01T17:02:11.000Z', spend: '2026-03-01T06:00:02.000Z', touchpoints: null },
+      },
+    ],
+  },
+);
+
+/** GET /v1/health/feeds: whether orders, spend and touchpoints are arriving, so that a stopped feed shows at once. */
+export const feedHealthRoutes: FastifyPluginAsyncTypebox<{ db: Database }> = async (app, { db }) => {
+  app.get(
+    '/feeds',
+    {
+      config: { rateLimit: 'exportReads' },
+      schema: {
+        summary: 'Data health of the feeds',
+        description: `Orders, spend records and touchpoints received per day over the last ${FEED_HEALTH_DAYS} days of the client's time zone, and when each last arrived.`,
+        response: { 200: Health, 401: ErrorEnvelope },
+      },
+    },
+    async (request) => feedHealth(db, request.tenant, new Date()),
+  );
+};

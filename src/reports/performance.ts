@@ -1,0 +1,177 @@
+import type { Tenant } from '../auth/tenant.js';
+import type { Database } from '../db/index.js';
+import type { ErrorItem } from '../http/errors.js';
+import { METRIC_IDS, isAttributionMetric, isOrderMetric } from '../exports/catalog.js';
+import { planExport, type ExportPlan } from '../exports/plan.js';
+import { ROWS_TRANSACTION_SETTINGS, planRowsSql, type Granularity } from '../exports/rows.js';
+import type { ExportRequest } from '../exports/schema.js';
+
+/** The longest period a report covers, in days: the dashboard offers 90; longer periods are exports' work. */
+export const MAX_REPORT_DAYS = 92;
+const DAY_MS = 86_400_000;
+/** Ratios of totals are rounded as the rows' ratios are (rows.ts). */
+const RATIO_SCALE = 6;
+
+/** What GET /v1/reports/performance is asked, its query string once validated. */
+export interface ReportQuery {
+  start_date: string;
+  end_date: string;
+  granularity: Granularity;
+  /** `total` sums over the ad objects per bucket: an export's export_aggregation DATE. */
+  level: 'platform' | 'campaign' | 'adset' | 'ad' | 'total';
+  breakdown?: 'platform' | 'account';
+  metrics: string;
+  model: string;
+  window: string;
+  mode: 'cash' | 'accrual';
+}
+
+export type ReportValue = string | number | null;
+export interface Report {
+  rows: Record<string, ReportValue>[];
+  totals: Record<string, number | null>;
+  currency: string | null;
+}
+
+/**
+ * Metrics whose total is the sum of the rows' values. returning_customers is not: a customer
+ * returns in every bucket they order in, and is one customer over the period.
+ */
+const SUMMED = new Set(['spend', 'impressions', 'clicks', 'revenue', 'transactions', 'refunds', 'net_revenue', 'new_customers',
+  'rev', 'txns', 'revFt', 'txnsFt', 'revRtn', 'txnsRtn', 'visits', 'newVisits']);
+
+/**
+ * The ratios of catalog.ts as numerator, denominator and factor of summed parts: the total of a
+ * ratio is the ratio of the totals, never a sum or an average of the rows' ratios.
+ */
+const ratiosOf = (attributed: boolean): Record<string, [string, string, number]> => ({
+  ctr: ['clicks', 'impressions', 1],
+  cpc: ['spend', 'clicks', 1],
+  cpm: ['spend', 'impressions', 1000],
+  aov: attributed ? ['rev', 'txns', 1] : ['revenue', 'transactions', 1],
+  mer: ['revenue', 'spend', 1],
+  blended_cac: ['spend', 'new_customers', 1],
+  roas: ['rev', 'spend', 1],
+  cac: ['spend', 'txns', 1],
+  roasFt: ['revFt', 'spend', 1],
+  cacFt: ['spend', 'txnsFt', 1],
+  roasRtn: ['revRtn', 'spend', 1],
+  cacRtn: ['spend', 'txnsRtn', 1],
+  newVisitsPercentage: ['newVisits', 'visits', 100],
+  ecr: ['txns', 'visits', 1],
+  ecpc: ['spend', 'visits', 1],
+});
+
+const round = (value: number, scale: number) => Math.round(value * 10 ** scale) / 10 ** scale;
+const daysBetween = (first: string, last: string) => (Date.parse(`${last}T00:00:00Z`) - Date.parse(`${first}T00:00:00Z`)) / DAY_MS + 1;
+
+/** What a report runs: an export request, and its granularity, which may be PERIOD (exports have no such choice). */
+export interface ReportRequest {
+  request: ExportRequest;
+  granularity: Granularity;
+}
+
+/**
+ * The export request a report is: the same rows, ids included, for the one attribution model,
+ * window and mode asked; or the problems of the query, every one of them.
+ */
+export function reportRequest(query: ReportQuery): ReportRequest | { problems: ErrorItem[] } {
+  const problems: ErrorItem[] = [];
+  const metrics = query.metrics.split(',').map((id) => id.trim());
+  // As in exports: beside attribution metrics, aov is that of the row's attributed orders, not the store's.
+  const isStoreMetric = (id: string) => isOrderMetric(id) && !(id === 'aov' && metrics.some(isAttributionMetric));
+  for (const id of metrics) {
+    if (!METRIC_IDS.includes(id)) {
+      problems.push({ loc: 'query/metrics', msg: `Unknown metric id ${JSON.stringify(id)}: GET /v1/exports/metrics lists them`, type: 'enum' });
+    } else if (isStoreMetric(id) && query.level !== 'total') {
+      problems.push({ loc: 'query/metrics', msg: `${id} describes the whole store: ask for it with level=total`, type: 'dependency' });
+    }
+  }
+  if (new Set(metrics).size < metrics.length) problems.push({ loc: 'query/metrics', msg: 'Each metric may be asked for once', type: 'unique' });
+  if (query.level === 'total' && query.breakdown) {
+    problems.push({ loc: 'query/breakdown', msg: 'A breakdown splits the rows of ad objects: level=total has none', type: 'dependency' });
+  }
+  const days = daysBetween(query.start_date, query.end_date);
+  if (days < 1) problems.push({ loc: 'query/end_date', msg: 'end_date must not be before start_date', type: 'period' });
+  else if (days > MAX_REPORT_DAYS) {
+    problems.push({
+      loc: 'query/end_date',
+      msg: `A report covers at most ${MAX_REPORT_DAYS} days (end_date included): export longer periods with POST /v1/exports/data-export`,
+      type: 'period',
+    });
+  }
+  if (problems.length > 0) return { problems };
+  return {
+    granularity: query.granularity,
+    request: {
+      level: query.level === 'total' ? 'platform' : query.level,
+      time_granularity: query.granularity === 'PERIOD' ? 'DAILY' : query.granularity,
+      period_type: 'FIXED',
+      period_options: { period_starting_at: query.start_date, period_ending_at: query.end_date },
+      breakdowns: query.breakdown ? [{ key: query.breakdown, values: [] }] : [],
+      options: { export_aggregation: query.level === 'total' ? 'DATE' : 'BREAKDOWN', include_ids: query.level !== 'total', escape_formulas: false },
+      attribution_options: { attribution_models: [query.model], attribution_windows: [query.window], accounting_modes: [query.mode] },
+      metrics: metrics.map((id) => ({ id })),
+    },
+  };
+}
+
+/**
+ * The totals of a report's rows: sums of the summed metrics, and each ratio from those sums.
+ * Amounts in different currencies are never added: with rows in several currencies, every total is null.
+ */
+function totalsOf(plan: ExportPlan, rows: Record<string, unknown>[], currencies: Set<string>): Record<string, number | null> {
+  const sums = new Map<string, number>();
+  for (const row of rows) {
+    for (const metric of SUMMED) if (row[metric] !== undefined) sums.set(metric, (sums.get(metric) ?? 0) + Number(row[metric] ?? 0));
+  }
+  const ratios = ratiosOf(plan.attribution.length > 0);
+  const total = (id: string): number | null => {
+    if (currencies.size > 1) return null;
+    if (SUMMED.has(id)) return round(sums.get(id) ?? 0, RATIO_SCALE);
+    const ratio = ratios[id];
+    if (!ratio) return null;
+    const [numerator, denominator, factor] = ratio;
+    const divisor = sums.get(denominator) ?? 0;
+    return divisor === 0 ? null : round(((sums.get(numerator) ?? 0) * factor) / divisor, RATIO_SCALE);
+  };
+  return Object.fromEntries(plan.metrics.map(({ id }) => [id, total(id)]));
+}
+
+/**
+ * A report: the rows of an export's plan, run as an export runs them (rows.ts), answered as
+ * JSON. Metric columns are numbers; the statement's other columns (the sums every ratio is made
+ * of) are read for the totals.
+ */
+export async function runReport(db: Database, tenant: Tenant, { request, granularity }: ReportRequest): Promise<{ report: Report } | { problems: ErrorItem[] }> {
+  const timeZone = tenant.dryRun
+    ? 'UTC'
+    : ((await db.query<{ time_zone: string }>('SELECT time_zone FROM clients WHERE client_id = $1', [tenant.clientId]))[0]?.time_zone ?? 'UTC');
+  const planned = planExport(request, timeZone, new Date());
+  if ('problems' in planned) return { problems: planned.problems.map((problem) => ({ ...problem, loc: 'query' })) };
+  const plan = { ...planned.plan, granularity };
+  const { sql, params, columns } = planRowsSql(tenant, plan);
+  // The test credentials store nothing: their reports are empty.
+  const rows = tenant.dryRun
+    ? []
+    : await db.transaction(async (tx) => {
+        for (const setting of ROWS_TRANSACTION_SETTINGS) await tx.query(setting);
+        return tx.query(sql, params);
+      });
+  const metricNames = new Set(plan.metrics.map(({ id }) => id));
+  const currencies = new Set(rows.map((row) => row.currency).filter((currency): currency is string => typeof currency === 'string'));
+  return {
+    report: {
+      rows: rows.map((row) =>
+        Object.fromEntries(
+          columns.map(({ name, header }) => {
+            const value = row[name];
+            return [header, value === null || value === undefined ? null : metricNames.has(header) ? Number(value) : String(value)];
+          }),
+        ),
+      ),
+      totals: totalsOf(plan, rows, currencies),
+      currency: currencies.size === 1 ? [...currencies][0]! : null,
+    },
+  };
+}

@@ -1,0 +1,78 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { Type } from 'typebox';
+import { DEFAULT_MODEL, DEFAULT_WINDOW, MODEL_ALIASES, MODEL_IDS, WINDOW_NAMES } from '../attribution/models.js';
+import type { Database } from '../db/index.js';
+import { invalidRequest } from '../http/errors.js';
+import { ErrorEnvelope } from '../http/schemas.js';
+import { MAX_REPORT_DAYS, reportRequest, runReport, type ReportQuery } from './performance.js';
+
+const Choice = <T extends string>(values: readonly T[], fallback: T, description: string) =>
+  Type.Optional(Type.Unsafe<T>({ type: 'string', enum: values, default: fallback, description, 'x-messages': { enum: `Must be one of ${values.join(', ')}` } }));
+const LocalDay = (description: string) => Type.String({ format: 'date', description, examples: ['2026-03-01'] });
+
+const PerformanceQuery = Type.Object(
+  {
+    start_date: LocalDay("The first day, in the client's time zone."),
+    end_date: LocalDay(`The last day (included), at most ${MAX_REPORT_DAYS} days after start_date counting both.`),
+    granularity: Choice(['DAILY', 'WEEKLY', 'MONTHLY', 'HOURLY', 'PERIOD'], 'DAILY', "A row's time bucket, as an export's time_granularity; PERIOD makes the whole period one bucket, dated by start_date."),
+    level: Choice(['platform', 'campaign', 'adset', 'ad', 'total'], 'platform', 'The ad objects rows are made of; total sums over them per bucket, and is the level of store metrics (revenue, mer, ...).'),
+    breakdown: Type.Optional(Type.Unsafe<'platform' | 'account'>({ type: 'string', enum: ['platform', 'account'], description: 'Splits the rows of ad objects by this label too.' })),
+    metrics: Type.String({ minLength: 1, maxLength: 2000, description: 'Comma-separated metric ids: GET /v1/exports/metrics.', examples: ['spend,rev,roas,cac,txns,visits'] }),
+    model: Choice([...MODEL_IDS, ...Object.keys(MODEL_ALIASES)], DEFAULT_MODEL, 'The attribution model: GET /v1/exports/attribution-models.'),
+    window: Choice(WINDOW_NAMES, String(DEFAULT_WINDOW), 'The lookback window: days, or infinity.'),
+    mode: Choice(['cash', 'accrual'] as const, 'cash', 'Accounting mode: cash counts a credit when the order is placed, accrual when its touchpoint happened.'),
+  },
+  { additionalProperties: false },
+);
+
+const Value = Type.Union([Type.String(), Type.Number(), Type.Null()]);
+const Report = Type.Object(
+  {
+    rows: Type.Array(Type.Record(Type.String(), Value), {
+      description: "An export's rows of the same options: its columns (ids included) by name, then the metrics by id, as numbers.",
+    }),
+    totals: Type.Record(Type.String(), Type.Union([Type.Number(), Type.Null()]), {
+      description:
+        'Per metric: sums of the rows, and ratios of those sums (roas = total rev ÷ total spend); null when rows are in several currencies, or a ratio divides by 0.',
+    }),
+    currency: Type.Union([Type.String(), Type.Null()], { description: 'The currency of every row with one; null when there are several (or none).' }),
+  },
+  {
+    examples: [
+      {
+        rows: [
+          { date: '2026-03-01', platform: 'meta', campaign: 'Spring sale', campaign_id: 'c1', currency: 'USD', attribution_model: 'linear', attribution_window: '30', accounting_mode: 'cash', spend: 120.5, rev: 480, roas: 3.983402 },
+        ],
+        totals: { spend: 120.5, rev: 480, roas: 3.983402 },
+        currency: 'USD',
+      },
+    ],
+  },
+);
+
+/** GET /v1/reports/performance: an export's rows at once, as JSON, for periods a page can wait for. */
+export const reportRoutes: FastifyPluginAsyncTypebox<{ db: Database }> = async (app, { db }) => {
+  app.get(
+    '/performance',
+    {
+      config: { validationStatus: 422, rateLimit: 'exportReads' },
+      schema: {
+        summary: 'Performance report',
+        description: [
+          `The rows an export of the same options would hold, computed by the same statement, answered at once as JSON: at most ${MAX_REPORT_DAYS} days;`,
+          'longer periods are exports\' work (POST /v1/exports/data-export). One attribution model, window and mode. Ids are included.',
+        ].join(' '),
+        querystring: PerformanceQuery,
+        response: { 200: Report, 401: ErrorEnvelope, 422: ErrorEnvelope },
+      },
+    },
+    async (request) => {
+      const query = request.query as ReportQuery;
+      const asked = reportRequest(query);
+      if ('problems' in asked) throw invalidRequest(asked.problems, 422);
+      const answered = await runReport(db, request.tenant, asked);
+      if ('problems' in answered) throw invalidRequest(answered.problems, 422);
+      return answered.report;
+    },
+  );
+};
