@@ -1,0 +1,61 @@
+/** `tributary import <kind> <file>`: a file's records into the API, through the typed client. */
+import { Tributary } from '../client/index.js';
+import { MAX_ORDERS_PER_REQUEST } from '../orders/schema.js';
+import { MAX_RECORDS_PER_REQUEST } from '../spend/schema.js';
+import { MAX_TOUCHPOINTS_PER_REQUEST } from '../touchpoints/schema.js';
+import { createProgress } from './progress.js';
+import { runImport, type Summary } from './run.js';
+import { openSource, type Kind, type Target } from './sources.js';
+
+/** The public UAT test credentials: every request validated and answered, nothing stored. */
+const TEST_CREDENTIALS = { apiKey: 'None', clientId: 'test' };
+
+const BATCH_LIMITS: Record<Target, number> = {
+  orders: MAX_ORDERS_PER_REQUEST,
+  spend_hourly: MAX_RECORDS_PER_REQUEST,
+  spend_daily: MAX_RECORDS_PER_REQUEST,
+  touchpoints: MAX_TOUCHPOINTS_PER_REQUEST,
+};
+
+export interface ImportCommandOptions {
+  url: string;
+  apiKey?: string;
+  clientId?: string;
+  concurrency: number;
+  /** Records a request; at most (and by default) the endpoint's limit. */
+  batchSize?: number;
+  rejectFile?: string;
+  checkpoint?: string;
+  resume: boolean;
+  dryRun: boolean;
+  currency?: string;
+}
+
+export async function importFile(kind: Kind, file: string, options: ImportCommandOptions): Promise<Summary & { format: string; target: string; reject_file: string }> {
+  const credentials = options.dryRun ? TEST_CREDENTIALS : { apiKey: options.apiKey, clientId: options.clientId };
+  if (!credentials.apiKey || !credentials.clientId) throw new Error('Give --api-key and --client-id (or TRIBUTARY_API_KEY and TRIBUTARY_CLIENT_ID), or --dry-run');
+  const client = new Tributary({ url: options.url, apiKey: credentials.apiKey, clientId: credentials.clientId });
+  const source = await openSource(kind, file, { currency: options.currency });
+  const rejectFile = options.rejectFile ?? `${file}.rejects.ndjson`;
+  const controller = new AbortController();
+  const stop = () => controller.abort(new Error('Interrupted: run again with --resume to go on'));
+  process.once('SIGINT', stop);
+  try {
+    const summary = await runImport({
+      client,
+      source,
+      file,
+      concurrency: options.concurrency,
+      batchSize: Math.min(options.batchSize ?? Infinity, BATCH_LIMITS[source.target]),
+      rejectFile,
+      // A dry run stores nothing, so there is nothing to resume from.
+      checkpointFile: options.dryRun ? undefined : (options.checkpoint ?? `${file}.checkpoint.json`),
+      resume: options.resume,
+      progress: createProgress(source.size),
+      signal: controller.signal,
+    });
+    return { format: source.format, target: source.target, ...summary, reject_file: rejectFile };
+  } finally {
+    process.off('SIGINT', stop);
+  }
+}

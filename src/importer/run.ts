@@ -1,0 +1,255 @@
+/**
+ * The import: records read a batch at a time, batches sent `concurrency` at once through the
+ * typed client, refused records written to the reject file, acknowledged batches to the checkpoint.
+ * Reading waits for a free sender, so memory holds at most concurrency + 1 batches.
+ */
+import fs from 'node:fs';
+import { EncodedJson, Tributary, TributaryError, type TributaryErrorItem } from '../client/index.js';
+import { parsedOrText, type Item } from './read.js';
+import type { Source, Target } from './sources.js';
+
+export interface Summary {
+  sent: number;
+  inserted: number;
+  updated: number;
+  warnings: number;
+  rejected: number;
+  /** Records of batches an earlier run had acknowledged (with --resume): not sent again. */
+  skipped: number;
+}
+
+export interface Checkpoint {
+  file: string;
+  size: number;
+  target: Target;
+  batch_size: number;
+  /** Every batch below this one is acknowledged... */
+  acknowledged_below: number;
+  /** ...and these above it (batches finish out of order). */
+  acknowledged: number[];
+  /** What the acknowledged batches added up to, over every run. */
+  totals: Summary;
+}
+
+export interface Progress {
+  update(summary: Summary, bytesRead: number): void;
+  stop(summary: Summary, bytesRead: number): void;
+}
+
+export interface ImportOptions {
+  client: Tributary;
+  source: Source;
+  file: string;
+  concurrency: number;
+  batchSize: number;
+  rejectFile: string;
+  /** Omitted: no checkpoint (a dry run stores nothing to resume from). */
+  checkpointFile?: string;
+  resume: boolean;
+  progress: Progress;
+  signal?: AbortSignal;
+}
+
+/** How one target's batch is sent, and where its problems point. */
+interface Sender {
+  send(records: unknown[], signal?: AbortSignal): Promise<{ inserted: number; updated: number; warnings: number }>;
+  /** The index in the batch of the record a problem's loc names. */
+  recordPath: RegExp;
+}
+
+function senderFor(client: Tributary, target: Target): Sender {
+  if (target === 'orders') {
+    return {
+      recordPath: /^body\/(\d+)/,
+      send: async (records, signal) => {
+        const result = await client.orders.upsert(records as never, { signal });
+        return { inserted: result.inserted, updated: result.updated, warnings: result.warnings.length };
+      },
+    };
+  }
+  if (target === 'touchpoints') {
+    return {
+      recordPath: /^body\/data\/(\d+)/,
+      send: async (records, signal) => ({ ...(await client.touchpoints.upsert(records as never, { signal })), warnings: 0 }),
+    };
+  }
+  const collection = target === 'spend_hourly' ? client.spend.hourly : client.spend.daily;
+  return {
+    recordPath: /^body\/data\/(\d+)/,
+    send: async (records, signal) => {
+      const { data } = await collection.upsert(records as never, { signal });
+      // The API answers the records as stored: a key written for the first time has both stamps equal.
+      const inserted = data.filter((record) => record.created_at === record.updated_at).length;
+      return { inserted, updated: data.length - inserted, warnings: 0 };
+    },
+  };
+}
+
+interface Reject {
+  line: number;
+  record: unknown;
+  errors: TributaryErrorItem[] | { msg: string }[];
+}
+
+const emptySummary = (): Summary => ({ sent: 0, inserted: 0, updated: 0, warnings: 0, rejected: 0, skipped: 0 });
+
+function add(total: Summary, part: Partial<Summary>) {
+  for (const key of Object.keys(part) as (keyof Summary)[]) total[key] += part[key] ?? 0;
+}
+
+const recordOf = (item: Item) => item.record ?? parsedOrText(item.text!);
+const payloadOf = (item: Item) => item.record ?? new EncodedJson(item.text!);
+
+/** Items whose JSON text does not parse: the cause of an answer that the body is not JSON. */
+function unparsable(items: readonly Item[]): Map<number, { msg: string }[]> {
+  const problems = new Map<number, { msg: string }[]>();
+  items.forEach((item, index) => {
+    if (item.text === undefined) return;
+    try {
+      JSON.parse(item.text);
+    } catch (error) {
+      problems.set(index, [{ msg: `Not JSON: ${(error as Error).message}` }]);
+    }
+  });
+  return problems;
+}
+
+/**
+ * Sends the readable records of a batch; records the API refuses are set aside with its reasons
+ * and the rest sent again, until the API takes what is left. A batch too large for the server
+ * (413) is sent in halves.
+ */
+async function sendBatch(sender: Sender, items: Item[], signal: AbortSignal | undefined): Promise<{ result: Partial<Summary>; rejects: Reject[] }> {
+  const rejects: Reject[] = items.filter((item) => item.problem).map((item) => ({ line: item.line, record: recordOf(item), errors: [{ msg: item.problem! }] }));
+  let pending = items.filter((item) => !item.problem);
+  const result: Partial<Summary> = { sent: 0, inserted: 0, updated: 0, warnings: 0 };
+  while (pending.length > 0) {
+    try {
+      const stored = await sender.send(pending.map(payloadOf), signal);
+      add(result as Summary, { ...stored, sent: pending.length });
+      break;
+    } catch (error) {
+      if (!(error instanceof TributaryError)) throw error;
+      if (error.status === 413 && pending.length > 1) {
+        const half = Math.ceil(pending.length / 2);
+        for (const part of [pending.slice(0, half), pending.slice(half)]) {
+          const sent = await sendBatch(sender, part, signal);
+          add(result as Summary, sent.result);
+          rejects.push(...sent.rejects);
+        }
+        break;
+      }
+      if (error.status !== 400 && error.status !== 422) throw error;
+      const byRecord = new Map<number, TributaryErrorItem[] | { msg: string }[]>();
+      const placed = (error.errors ?? []).every((problem) => {
+        const index = sender.recordPath.exec(problem.loc)?.[1];
+        if (index === undefined || Number(index) >= pending.length) return false;
+        byRecord.set(Number(index), [...((byRecord.get(Number(index)) ?? []) as TributaryErrorItem[]), problem]);
+        return true;
+      });
+      // A problem of the whole request (not of a record): the lines that are not JSON, when
+      // there are; else every record goes to the reject file with it.
+      const refused = placed && byRecord.size > 0 ? byRecord : unparsable(pending);
+      if (refused.size === 0) pending.forEach((_, index) => refused.set(index, error.errors ?? [{ loc: 'body', msg: error.message, type: 'request' }]));
+      rejects.push(...[...refused].map(([index, errors]) => ({ line: pending[index]!.line, record: recordOf(pending[index]!), errors })));
+      pending = pending.filter((_, index) => !refused.has(index));
+    }
+  }
+  return { result: { ...result, rejected: rejects.length }, rejects };
+}
+
+function readCheckpoint(file: string): Checkpoint | undefined {
+  try {
+    return JSON.parse(fs.readFileSync(file, 'utf8')) as Checkpoint;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw error;
+  }
+}
+
+export async function runImport(options: ImportOptions): Promise<Summary> {
+  const { client, source, file, concurrency, batchSize, rejectFile, checkpointFile, progress, signal } = options;
+  const sender = senderFor(client, source.target);
+  const earlier = options.resume && checkpointFile ? readCheckpoint(checkpointFile) : undefined;
+  if (earlier && (earlier.size !== source.size || earlier.target !== source.target || earlier.batch_size !== batchSize)) {
+    throw new Error(`${checkpointFile} is the checkpoint of another import (another file size, kind or batch size): remove it, or leave out --resume`);
+  }
+  const checkpoint: Checkpoint = earlier ?? {
+    file,
+    size: source.size,
+    target: source.target,
+    batch_size: batchSize,
+    acknowledged_below: 0,
+    acknowledged: [],
+    totals: emptySummary(),
+  };
+  const acknowledged = new Set(checkpoint.acknowledged);
+  const isAcknowledged = (batch: number) => batch < checkpoint.acknowledged_below || acknowledged.has(batch);
+  const summary = emptySummary();
+  const rejects = fs.createWriteStream(rejectFile, { flags: earlier ? 'a' : 'w' });
+
+  // Saves are chained, each replacing the file whole (written aside, then renamed), so that a
+  // kill leaves the last checkpoint or the one before it, never half of one.
+  let saving = Promise.resolve();
+  const save = () => {
+    if (!checkpointFile) return saving;
+    const text = JSON.stringify({ ...checkpoint, acknowledged: [...acknowledged].sort((a, b) => a - b) });
+    saving = saving.then(async () => {
+      await fs.promises.writeFile(`${checkpointFile}.tmp`, text);
+      await fs.promises.rename(`${checkpointFile}.tmp`, checkpointFile);
+    });
+    return saving;
+  };
+
+  const inFlight = new Set<Promise<void>>();
+  let failure: unknown;
+  const dispatch = async (batch: number, items: Item[]) => {
+    if (isAcknowledged(batch)) {
+      summary.skipped += items.length;
+      return;
+    }
+    while (inFlight.size >= concurrency) await Promise.race(inFlight);
+    if (failure) return;
+    const sending = sendBatch(sender, items, signal).then(
+      async ({ result, rejects: refused }) => {
+        // The rejects reach the file (the system's, which a killed process cannot lose) before the
+        // batch counts as acknowledged: a resume never loses one.
+        if (refused.length > 0) {
+          const lines = refused.map((reject) => `${JSON.stringify(reject)}\n`).join('');
+          await new Promise<void>((resolve, reject) => rejects.write(lines, (error) => (error ? reject(error) : resolve())));
+        }
+        add(summary, result);
+        add(checkpoint.totals, result);
+        acknowledged.add(batch);
+        while (acknowledged.delete(checkpoint.acknowledged_below)) checkpoint.acknowledged_below++;
+        await save();
+        progress.update(summary, source.bytesRead());
+      },
+      (error: unknown) => void (failure ??= error),
+    );
+    const tracked = sending.finally(() => inFlight.delete(tracked));
+    inFlight.add(tracked);
+  };
+
+  try {
+    let batch = 0;
+    let items: Item[] = [];
+    for await (const item of source.items) {
+      items.push(item);
+      if (items.length === batchSize) {
+        await dispatch(batch++, items);
+        items = [];
+      }
+      if (failure) break;
+    }
+    if (items.length > 0 && !failure) await dispatch(batch, items);
+    await Promise.all(inFlight);
+  } finally {
+    await Promise.all(inFlight);
+    await new Promise((resolve) => rejects.end(resolve));
+    await saving;
+    progress.stop(summary, source.bytesRead());
+  }
+  if (failure) throw failure;
+  return summary;
+}

@@ -1,0 +1,257 @@
+import assert from 'node:assert/strict';
+import { spawn, spawnSync } from 'node:child_process';
+import { once } from 'node:events';
+import fs from 'node:fs';
+import path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { Tributary } from '../src/client/index.js';
+import { importFile, type ImportCommandOptions } from '../src/importer/index.js';
+import type { Checkpoint } from '../src/importer/run.js';
+import { jsonArrayItems } from '../src/importer/read.js';
+import { emailHash } from '../src/importer/shopify.js';
+import { minimalOrder, startService, tempDir, type TestClient } from './helpers.js';
+
+const service = await startService();
+const url = await service.production.listen({ port: 0, host: '127.0.0.1' });
+const uatUrl = await service.uat.listen({ port: 0, host: '127.0.0.1' });
+const work = tempDir();
+after(async () => {
+  await service.close();
+  fs.rmSync(work, { recursive: true, force: true });
+});
+
+const fixture = (name: string) => {
+  // Copied, so that the reject and checkpoint files land beside the copy, not in the repository.
+  const copy = path.join(fs.mkdtempSync(path.join(work, 'import-')), name);
+  fs.copyFileSync(new URL(`fixtures/${name}`, import.meta.url), copy);
+  return copy;
+};
+const rejectsOf = (file: string) =>
+  fs
+    .readFileSync(`${file}.rejects.ndjson`, 'utf8')
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => JSON.parse(line) as { line: number; record: Record<string, unknown>; errors: { loc?: string; msg: string }[] });
+
+let shop: TestClient;
+let trb: Tributary;
+let options: ImportCommandOptions;
+before(async () => {
+  shop = await service.createClient();
+  trb = new Tributary({ url, apiKey: shop.api_key, clientId: shop.client_id });
+  options = { url, apiKey: shop.api_key, clientId: shop.client_id, concurrency: 4, resume: false, dryRun: false };
+});
+
+const allOrders = async (start: string, end: string) => (await trb.orders.list({ start_date: start, end_date: end })).data;
+
+describe('orders', () => {
+  test("Shopify's orders export: one order of each group of rows, mapped as the README says; a refused one in the reject file", async () => {
+    const file = fixture('shopify-orders.csv');
+    const summary = await importFile('orders', file, options);
+    assert.deepEqual(
+      { format: summary.format, sent: summary.sent, inserted: summary.inserted, updated: summary.updated, rejected: summary.rejected },
+      { format: 'shopify', sent: 4, inserted: 4, updated: 0, rejected: 1 },
+    );
+    const orders = new Map((await allOrders('2024-03-01', '2024-03-31')).map((order) => [order.order_id, order]));
+    assert.deepEqual([...orders.keys()].sort(), ['1001', '1002', '1003', '1004']);
+
+    const jane = orders.get('1001')!;
+    assert.equal(jane.customer_id, emailHash('jane.doe@example.com'));
+    assert.match(jane.customer_id, /^[0-9a-f]{64}$/);
+    assert.equal(jane.hashed_customer_email, jane.customer_id);
+    assert.equal(jane.customer_email, undefined);
+    assert.equal(jane.time_of_purchase, '2024-03-08T01:23:45-0800');
+    assert.deepEqual([jane.currency, jane.purchase_total, jane.tax, jane.shipping_cost, jane.discount_amount], ['USD', 71.24, 5.05, 4.99, 4.8]);
+    assert.deepEqual(jane.discount_codes, ['SPRING10']);
+    assert.deepEqual(jane.order_tags, ['wholesale', 'vip']);
+    assert.deepEqual(jane.products, [
+      { id: 'TEE-BLU-M', name: 'Organic Cotton Tee - Blue / M', quantity: 2, price: 24 },
+      { id: 'TOTE-NAT', name: 'Canvas Tote', quantity: 1, price: 18 },
+    ]);
+    assert.deepEqual(jane.customer_shipping_address, { address1: '1 Main St', city: 'Springfield', state: 'OR', zip: '97477', country_code: 'USA' });
+    assert.deepEqual(jane.alternate_order_ids, [{ type: 'shopify', id: '5630275993902' }]);
+    assert.equal(jane.customer_name, 'Jane Doe');
+
+    const refunded = orders.get('1002')!;
+    assert.deepEqual(
+      refunded.refunds!.map(({ product_id, quantity, refund_amount, refund_made_at }) => [product_id, quantity, refund_amount, refund_made_at]),
+      [
+        ['BEANIE-GRY', 1, 38.75, '2024-03-12T09:30:00+0100'],
+        ['SOCKS-3', 1, 22.15, '2024-03-12T09:30:00+0100'],
+      ],
+    );
+    assert.equal(refunded.customer_shipping_address!.country_code, 'DEU');
+    assert.deepEqual(orders.get('1003')!.refunds!.map(({ quantity, refund_amount }) => [quantity, refund_amount]), [[0, 12.5]]);
+    const guest = orders.get('1004')!;
+    assert.equal(guest.customer_id, 'guest-order-1004');
+    assert.deepEqual(guest.products, [{ id: 'Gift Card', name: 'Gift Card', quantity: 1, price: 50 }]);
+
+    const [kosovo, ...others] = rejectsOf(file);
+    assert.equal(others.length, 0);
+    assert.equal(kosovo!.record.order_id, '1005');
+    assert.equal(kosovo!.line, 8);
+    assert.deepEqual(kosovo!.errors.map((error) => error.loc), ['body/4/customer_shipping_address/country_code']);
+
+    const again = await importFile('orders', file, options);
+    assert.deepEqual([again.inserted, again.updated, again.rejected], [0, 4, 1]);
+  });
+
+  test('NDJSON and a JSON array: the valid records stored, the others rejected with the reasons, the batch going on', async () => {
+    const ndjson = fixture('orders.ndjson');
+    const lines = await importFile('orders', ndjson, options);
+    assert.deepEqual([lines.format, lines.sent, lines.inserted, lines.rejected], ['ndjson', 3, 3, 1]);
+    const [lowercase] = rejectsOf(ndjson);
+    assert.deepEqual([lowercase!.line, lowercase!.record.order_id, lowercase!.errors[0]!.loc], [3, 'n-3', 'body/2/currency']);
+
+    const array = fixture('orders.json');
+    const items = await importFile('orders', array, options);
+    assert.deepEqual([items.format, items.sent, items.rejected], ['json-array', 2, 1]);
+    const [empty] = rejectsOf(array);
+    assert.equal(empty!.record.order_id, 'a-3');
+    assert.match(empty!.errors[0]!.loc!, /products/);
+    const stored = (await allOrders('2024-03-08', '2024-03-08')).map((order) => order.order_id);
+    for (const id of ['n-1', 'n-2', 'n-4', 'a-1', 'a-2']) assert.ok(stored.includes(id), id);
+    assert.ok(!stored.includes('n-3') && !stored.includes('a-3'));
+  });
+});
+
+test('a JSON array is cut into its items whatever the chunks: brackets, quotes and escapes inside strings, multi-byte characters', async () => {
+  const items = [{ a: 'x]}{["\\"', b: [1, { c: 'é😀' }] }, { d: '\n' }, {}];
+  const file = path.join(work, 'tricky.json');
+  fs.writeFileSync(file, ` \n[\n${items.map((item) => JSON.stringify(item)).join(' ,\n')}\n]\n`);
+  for (const highWaterMark of [1, 3, 7, 64 * 1024]) {
+    const read = [];
+    for await (const item of jsonArrayItems(fs.createReadStream(file, { highWaterMark }))) read.push(item);
+    assert.deepEqual(read.map((item) => JSON.parse(item.text!)), items, `chunks of ${highWaterMark}`);
+    assert.deepEqual(read.map((item) => item.line), [3, 4, 5]);
+  }
+});
+
+describe('spend', () => {
+  test('a Meta Ads Manager daily report, by its headers', async () => {
+    const summary = await importFile('spend', fixture('meta-ads-daily.csv'), options);
+    assert.deepEqual([summary.format, summary.target, summary.sent, summary.inserted, summary.rejected], ['meta', 'spend_daily', 4, 4, 0]);
+    const { data } = await trb.spend.daily.list({ platform_account_id: '1029384756', date_start: '2024-03-01', date_end: '2024-03-02' });
+    const first = data.find((record) => record.date === '2024-03-01' && record.campaign_id === '120208765432100001')!;
+    assert.deepEqual(
+      [first.platform_name, first.campaign_name, first.spend, first.spend_currency, first.impressions, first.clicks],
+      ['meta', 'Spring Sale – Prospecting', 114.93, 'EUR', 12408, 233],
+    );
+    assert.equal(data.length, 4);
+  });
+
+  test('a Google Ads campaign report, as CSV and as Excel CSV: title rows and totals skipped', async () => {
+    const summary = await importFile('spend', fixture('google-ads-campaigns.csv'), options);
+    assert.deepEqual([summary.format, summary.sent, summary.rejected], ['google', 4, 0]);
+    const { data } = await trb.spend.daily.list({ platform_account_id: '123-456-7890', date_start: '2024-03-01', date_end: '2024-03-02' });
+    const pmax = data.find((record) => record.date === '2024-03-01' && record.campaign_id === '20471234568')!;
+    assert.deepEqual(
+      [pmax.platform_name, pmax.campaign_name, pmax.spend, pmax.spend_currency, pmax.impressions, pmax.clicks],
+      ['google', 'Performance Max – Apparel', 1012.4, 'USD', 18530, 402],
+    );
+    assert.equal(data.length, 4);
+
+    // The same report as Google Ads' "Excel .csv" download: UTF-16, tab-separated.
+    const excel = await importFile('spend', fixture('google-ads-campaigns-excel.csv'), options);
+    assert.deepEqual([excel.format, excel.sent, excel.inserted, excel.updated, excel.rejected], ['google', 4, 0, 4, 0]);
+  });
+
+  test('hourly CSV and daily NDJSON, told apart by their time field', async () => {
+    const hourlyFile = fixture('spend-hourly.csv');
+    const hourly = await importFile('spend', hourlyFile, options);
+    assert.deepEqual([hourly.target, hourly.sent, hourly.rejected], ['spend_hourly', 3, 1]);
+    assert.equal(rejectsOf(hourlyFile)[0]!.record.hour_start_iso, '2024-03-08T11:30:00Z');
+    const { data } = await trb.spend.hourly.list({ platform_account_id: 'act_1', date: '2024-03-08' });
+    assert.deepEqual(data.map((record) => [record.hour_start_iso, record.spend]), [
+      ['2024-03-08T09:00:00Z', 12.5],
+      ['2024-03-08T10:00:00Z', 14.25],
+      ['2024-03-08T11:00:00Z', 0],
+    ]);
+
+    const dailyFile = fixture('spend-daily.ndjson');
+    const daily = await importFile('spend', dailyFile, options);
+    assert.deepEqual([daily.target, daily.sent, daily.rejected], ['spend_daily', 2, 1]);
+    assert.equal(rejectsOf(dailyFile)[0]!.errors[0]!.loc, 'body/data/2/spend');
+  });
+});
+
+describe('touchpoints', () => {
+  test('CSV and NDJSON; lines that are not JSON are rejected without stopping the import', async () => {
+    const csv = fixture('touchpoints.csv');
+    const fromCsv = await importFile('touchpoints', csv, options);
+    assert.deepEqual([fromCsv.sent, fromCsv.inserted, fromCsv.rejected], [3, 3, 1]);
+    assert.equal(rejectsOf(csv)[0]!.record.touchpoint_id, 'tp-4');
+
+    const ndjson = fixture('touchpoints.ndjson');
+    const fromLines = await importFile('touchpoints', ndjson, options);
+    assert.deepEqual([fromLines.sent, fromLines.rejected], [2, 2]);
+    const [garbage, truncated] = rejectsOf(ndjson);
+    assert.deepEqual([garbage!.line, garbage!.record], [2, 'this line is not json']);
+    assert.equal(truncated!.line, 4);
+    assert.match(truncated!.errors[0]!.msg, /^Not JSON/);
+    const { data } = await trb.touchpoints.list({ visitor_id: 'v-1' });
+    assert.deepEqual(data.map((touchpoint) => [touchpoint.touchpoint_id, touchpoint.platform_name]), [
+      ['tp-1', 'facebook'],
+      ['tp-2', 'google'],
+    ]);
+  });
+});
+
+test('--dry-run validates with the UAT test credentials: answers and rejects, nothing stored, no checkpoint', async () => {
+  const other = await service.createClient();
+  const file = fixture('shopify-orders.csv');
+  const summary = await importFile('orders', file, { ...options, url: uatUrl, apiKey: undefined, clientId: undefined, dryRun: true });
+  assert.deepEqual([summary.sent, summary.rejected], [4, 1]);
+  assert.equal(rejectsOf(file).length, 1);
+  assert.ok(!fs.existsSync(`${file}.checkpoint.json`));
+  const otherClient = new Tributary({ url, apiKey: other.api_key, clientId: other.client_id });
+  assert.equal((await otherClient.orders.list({ start_date: '2024-03-01', end_date: '2024-03-31' })).total_count, 0);
+});
+
+test('wrong credentials stop the import with the API\'s 401; an unknown kind is refused by the CLI', async () => {
+  await assert.rejects(importFile('orders', fixture('orders.ndjson'), { ...options, apiKey: 'trb_wrong' }), { name: 'TributaryError', status: 401 });
+  const cli = spawnSync(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'import', 'invoices', 'x.csv'], { cwd: new URL('..', import.meta.url), encoding: 'utf8' });
+  assert.equal(cli.status, 1);
+  assert.match(cli.stderr, /must be one of orders, spend, touchpoints/);
+});
+
+test('resume after a kill mid-import: every order stored once, every reject kept, no acknowledged batch sent again', async () => {
+  const count = 20_000;
+  const invalid = (i: number) => i % 997 === 0;
+  const file = path.join(work, 'many.ndjson');
+  const lines = Array.from({ length: count }, (_, i) =>
+    JSON.stringify(minimalOrder(`k-${i}`, { time_of_purchase: '2024-05-01T10:00:00Z', ...(invalid(i) && { currency: 'XXX' }) })),
+  );
+  fs.writeFileSync(file, `${lines.join('\n')}\n`);
+  const invalidIds = lines.map((_, i) => `k-${i}`).filter((_, i) => invalid(i));
+  const checkpointFile = `${file}.checkpoint.json`;
+  const child = spawn(
+    process.execPath,
+    ['--import', 'tsx', 'src/cli.ts', 'import', 'orders', file, '--url', url, '--concurrency', '2', '--batch-size', '250'],
+    { cwd: new URL('..', import.meta.url), env: { ...process.env, TRIBUTARY_API_KEY: shop.api_key, TRIBUTARY_CLIENT_ID: shop.client_id }, stdio: 'ignore' },
+  );
+  const exited = once(child, 'exit');
+  const checkpoint = () => (fs.existsSync(checkpointFile) ? (JSON.parse(fs.readFileSync(checkpointFile, 'utf8')) as Checkpoint) : undefined);
+  while ((checkpoint()?.acknowledged_below ?? 0) < 10) {
+    assert.equal(child.exitCode, null, 'the importer finished before it could be killed: make the file larger');
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  child.kill('SIGKILL');
+  await exited;
+  const atKill = checkpoint()!;
+  const acknowledged = (atKill.acknowledged_below + atKill.acknowledged.length) * 250;
+  assert.ok(acknowledged < count);
+
+  const resumed = await importFile('orders', file, { ...options, concurrency: 2, batchSize: 250, resume: true });
+  assert.equal(resumed.skipped, acknowledged);
+  assert.equal(resumed.sent + resumed.rejected, count - acknowledged);
+  // Batches in flight at the kill may have been stored unacknowledged: sent again, they are updates.
+  assert.ok(resumed.updated <= 2 * 250, String(resumed.updated));
+  const totals = (JSON.parse(fs.readFileSync(checkpointFile, 'utf8')) as Checkpoint).totals;
+  assert.deepEqual([totals.sent, totals.rejected], [count - invalidIds.length, invalidIds.length]);
+  const stored = await allOrders('2024-05-01', '2024-05-01');
+  assert.equal(stored.length, count - invalidIds.length);
+  assert.equal(new Set(stored.map((order) => order.order_id)).size, count - invalidIds.length);
+  // Each refused order is in the reject file (once, or twice if its batch was in flight at the kill).
+  assert.deepEqual([...new Set(rejectsOf(file).map((reject) => reject.record.order_id))].sort(), invalidIds.sort());
+});
