@@ -91,7 +91,7 @@ describe('admin API', () => {
     const shown = response.json();
     assert.deepEqual(
       { ...shown, created_at: undefined },
-      { client_id: client.client_id, name: 'Shown', time_zone: 'UTC', created_at: undefined, source_platforms: {} },
+      { client_id: client.client_id, name: 'Shown', time_zone: 'UTC', created_at: undefined, source_platforms: {}, collect_origins: [] },
     );
     assert.match(shown.created_at, /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);
     assertErrorEnvelope(await adminRequest(service.production, { method: 'GET', url: `/admin/v1/clients/${UNKNOWN_UUID}` }), 404);

@@ -48,6 +48,33 @@ test('concurrent upserts of the same orders all succeed and leave each order who
   }
 });
 
+test('concurrent patches and upserts of the same orders all succeed and leave each order one whole version', async () => {
+  const client = await service.createClient();
+  const ids = Array.from({ length: ORDERS }, (_, i) => `order-${i}`);
+  await postOrders(service.production, client, ids.map((id) => minimalOrder(id)));
+  // Writer v sets tax and purchase_total to v (and adds its alias): by patch for even v, by upsert for odd v.
+  const requests = Array.from({ length: WRITERS }, (_, version) => {
+    const order = (id: string) => ({ tax: version, purchase_total: version, alternate_order_ids: [{ type: `writer-${version}`, id }] });
+    const batch = shuffled(ids, version + 1);
+    return version % 2 === 0
+      ? service.production.inject({ method: 'PATCH', url: '/v2/orders', headers: client.headers, payload: batch.map((id) => ({ order_id: id, ...order(id) })) })
+      : postOrders(service.production, client, batch.map((id) => minimalOrder(id, order(id))));
+  });
+  for (const response of await Promise.all(requests)) assert.equal(response.statusCode, 200, response.body);
+
+  const page = (await listOrders(service.production, client, { start_date: '2024-03-08', end_date: '2024-03-08' })).json();
+  assert.equal(page.total_count, ORDERS);
+  for (const order of page.data) {
+    assert.equal(order.purchase_total, order.tax, 'no mixed versions');
+    assert.equal(order.alternate_order_ids.length, WRITERS, 'every writer’s alias kept');
+  }
+  const [totals] = await service.db.query<{ mismatched: number }>(
+    "SELECT count(*)::int AS mismatched FROM orders WHERE client_id = $1 AND purchase_total <> (body->>'tax')::numeric",
+    [client.client_id],
+  );
+  assert.equal(totals?.mismatched, 0, 'the stored total is the body’s');
+});
+
 test('concurrent requests attaching the same alias add it once and all succeed', async () => {
   const client = await service.createClient();
   await postOrders(service.production, client, [minimalOrder('a')]);

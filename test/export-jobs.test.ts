@@ -95,6 +95,73 @@ test('two workers run every job exactly once', async () => {
   assert.deepEqual([...runs].sort(), [...ids].sort());
 });
 
+/** How long a worker in the tests below waits between polls: far longer than any of them may take. */
+const LONG_POLL_MS = 600_000;
+/** What "at once" allows a busy test machine: a small fraction of the poll interval. */
+const AT_ONCE_MS = 10_000;
+
+/** A worker that only looks for work when told of a job, and resolves `pickedUp(id)` when it runs job `id`. */
+async function listeningWorker() {
+  const seen = new Map<string, () => void>();
+  const waiting = new Map<string, Promise<void>>();
+  const pickedUp = (id: string) => {
+    if (!waiting.has(id)) waiting.set(id, new Promise<void>((resolve) => seen.set(id, resolve)));
+    return waiting.get(id)!;
+  };
+  const listening = worker({
+    concurrency: 1,
+    pollMs: LONG_POLL_MS,
+    produce: async (job) => {
+      void pickedUp(job.export_id);
+      seen.get(job.export_id)!();
+      return { files: [] };
+    },
+  });
+  await listening.ready;
+  return { pickedUp, stop: () => listening.stop() };
+}
+
+async function createdAndPickedUp(tenant: Tenant, pickedUp: (id: string) => Promise<void>) {
+  const started = performance.now();
+  const [id] = await createJobs(tenant, 1);
+  await Promise.race([
+    pickedUp(id!),
+    new Promise((_, reject) => setTimeout(() => reject(new Error(`not picked up in ${AT_ONCE_MS} ms`)), AT_ONCE_MS).unref()),
+  ]);
+  return performance.now() - started;
+}
+
+test('a job created is picked up at once by a worker listening for it, long before its next poll', async () => {
+  const tenant = await newTenant();
+  const { pickedUp, stop } = await listeningWorker();
+  try {
+    for (let n = 0; n < 3; n++) await createdAndPickedUp(tenant, pickedUp);
+  } finally {
+    await stop();
+  }
+});
+
+test('a worker whose listening connection is cut listens again, and picks up a job created meanwhile at once (PostgreSQL)', { skip: !store.url && 'the embedded store has no connections' }, async () => {
+  const tenant = await newTenant();
+  const { pickedUp, stop } = await listeningWorker();
+  const listeners = () =>
+    store.db.query<{ pid: number }>(
+      "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND query = 'LISTEN export_created' AND pid <> pg_backend_pid()",
+    );
+  try {
+    const [listener, ...others] = await listeners();
+    assert.ok(listener && others.length === 0, 'one listening connection');
+    await store.db.query('SELECT pg_terminate_backend($1)', [listener.pid]);
+    await createdAndPickedUp(tenant, pickedUp);
+    const [again] = await listeners();
+    assert.ok(again && again.pid !== listener.pid, 'listening on a new connection');
+    await createdAndPickedUp(tenant, pickedUp);
+  } finally {
+    await stop();
+  }
+  assert.deepEqual(await listeners(), [], 'a stopped worker listens no more');
+});
+
 test('a job whose worker died mid-way is completed by another worker', async () => {
   const tenant = await newTenant();
   const [id] = await createJobs(tenant, 1);

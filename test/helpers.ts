@@ -1,11 +1,12 @@
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Writable } from 'node:stream';
+import { fileURLToPath } from 'node:url';
 import type { LightMyRequestResponse } from 'fastify';
 import pg from 'pg';
 import { buildApp } from '../src/app.js';
@@ -18,7 +19,7 @@ import { openPostgres } from '../src/db/postgres.js';
 import { createExportJobs } from '../src/exports/jobs.js';
 import { createExportProducer } from '../src/exports/produce.js';
 import { startExportWorker, type ExportWorkerOptions } from '../src/exports/worker.js';
-import type { ErrorEnvelope } from '../src/http/errors.js';
+import type { ErrorEnvelope } from '../src/http/error-envelope.js';
 
 export const ADMIN_TOKEN = 'test-admin-token-0123456789abcdef';
 
@@ -351,7 +352,7 @@ export async function finishedExport(app: TestApp, client: Pick<TestClient, 'hea
 }
 
 /** An app on a test database of its own whose log lines are kept in `lines`, for tests of what it logs. */
-export async function startLoggedApp(): Promise<{ app: TestApp; lines: string[]; close: () => Promise<void> }> {
+export async function startLoggedApp(): Promise<{ app: TestApp; db: Database; lines: string[]; close: () => Promise<void> }> {
   const store = await createTestDatabase();
   const lines: string[] = [];
   const sink = new Writable({
@@ -365,10 +366,43 @@ export async function startLoggedApp(): Promise<{ app: TestApp; lines: string[];
   const app = await buildApp({ config, db: store.db, environment: 'production', logger: createLogger('trace', sink) });
   return {
     app,
+    db: store.db,
     lines,
     close: async () => {
       await app.close();
       await store.drop();
     },
   };
+}
+
+export interface CliResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs `tributary <args>` from the sources, with `env` as its whole environment. */
+export function runCli(env: NodeJS.ProcessEnv, args: string[]): Promise<CliResult> {
+  return new Promise((resolve) => {
+    execFile(process.execPath, ['--import', 'tsx', 'src/cli.ts', ...args], { cwd: fileURLToPath(new URL('..', import.meta.url)), env }, (error, stdout, stderr) => {
+      resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr });
+    });
+  });
+}
+
+/** Runs a command that must succeed, and returns the JSON it printed. */
+export async function cliJson<T = Record<string, unknown>>(env: NodeJS.ProcessEnv, args: string[]): Promise<T> {
+  const result = await runCli(env, args);
+  assert.equal(result.code, 0, `tributary ${args.join(' ')}: ${result.stderr}`);
+  return JSON.parse(result.stdout) as T;
+}
+
+/** Runs a command that must fail, and returns the `error` of the JSON it wrote to stderr. */
+export async function cliError(env: NodeJS.ProcessEnv, args: string[]): Promise<string> {
+  const result = await runCli(env, args);
+  assert.notEqual(result.code, 0, `tributary ${args.join(' ')} succeeded: ${result.stdout}`);
+  assert.equal(result.stdout, '');
+  const { error } = JSON.parse(result.stderr) as { error: unknown };
+  assert.equal(typeof error, 'string');
+  return error as string;
 }

@@ -1,7 +1,11 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
+import { once } from 'node:events';
+import net from 'node:net';
 import { after, before, describe, test } from 'node:test';
+import type { LightMyRequestResponse } from 'fastify';
 import { buildApp } from '../src/app.js';
+import { LINGER_MAX_BYTES } from '../src/http/lingering-close.js';
 import {
   UUID,
   assertErrorEnvelope,
@@ -120,7 +124,7 @@ describe('HTTP behaviour', () => {
       assert.equal(response.statusCode, 200, response.body);
       const document = response.json() as { openapi: string; paths: Record<string, Record<string, unknown>> };
       assert.equal(document.openapi, '3.1.0');
-      assert.deepEqual(Object.keys(document.paths['/v2/orders'] ?? {}).sort(), ['get', 'post'], Object.keys(document.paths).join());
+      assert.deepEqual(Object.keys(document.paths['/v2/orders'] ?? {}).sort(), ['get', 'patch', 'post'], Object.keys(document.paths).join());
       assert.deepEqual(Object.keys(document.paths['/v2/orders/aliases'] ?? {}), ['post']);
       assert.equal(document.paths['/healthz'], undefined);
       const list = document.paths['/v2/orders']!.get as { parameters: { name: string; required: boolean }[]; security: unknown };
@@ -263,11 +267,70 @@ describe('HTTP behaviour', () => {
 describe('body size limit', () => {
   let service: TestService;
   let client: TestClient;
+  let port: number;
   before(async () => {
-    service = await startService({ BODY_LIMIT_BYTES: '1000' });
+    service = await startService({ BODY_LIMIT_BYTES: '1000', ORDER_WRITE_BYTES_PER_MINUTE: '0' });
     client = await service.createClient();
+    port = Number(new URL(await service.production.listen({ port: 0, host: '127.0.0.1' })).port);
   });
   after(() => service.close());
+
+  const drainedOrClosed = (socket: net.Socket) =>
+    new Promise<void>((resolve) => {
+      const done = () => {
+        socket.off('drain', done).off('close', done);
+        resolve();
+      };
+      socket.on('drain', done).on('close', done);
+    });
+
+  /**
+   * Sends a POST of `bytes` bytes over a new connection the way a blocking client does, the
+   * whole body before reading a byte of the answer, and returns the answer. Rejects if the
+   * connection breaks (EPIPE, ECONNRESET) on the way.
+   */
+  async function sendWholeBodyThenRead(bytes: number, framing: 'content-length' | 'chunked'): Promise<LightMyRequestResponse> {
+    const socket = net.connect(port, '127.0.0.1');
+    let broken: Error | undefined;
+    socket.on('error', (error) => (broken = error));
+    await once(socket, 'connect');
+    const headers = { ...client.headers, 'content-type': 'application/json', ...(framing === 'chunked' ? { 'transfer-encoding': 'chunked' } : { 'content-length': String(bytes) }) };
+    socket.write(`POST /v2/orders HTTP/1.1\r\nhost: 127.0.0.1\r\n${Object.entries(headers).map(([name, value]) => `${name}: ${value}\r\n`).join('')}\r\n`);
+    const chunk = Buffer.alloc(64 * 1024, ' ');
+    const framed = framing === 'chunked' ? Buffer.concat([Buffer.from(`${chunk.length.toString(16)}\r\n`), chunk, Buffer.from('\r\n')]) : chunk;
+    for (let sent = 0; sent < bytes && !broken; sent += chunk.length) {
+      if (!socket.write(framed)) await drainedOrClosed(socket);
+    }
+    if (framing === 'chunked' && !broken) socket.write('0\r\n\r\n');
+    let answer = '';
+    socket.setEncoding('utf8').on('data', (text: string) => (answer += text));
+    if (!socket.closed) await once(socket, 'close');
+    if (broken) throw broken;
+    const [head = '', body = ''] = answer.split('\r\n\r\n');
+    const [statusLine, ...fields] = head.split('\r\n');
+    return {
+      statusCode: Number(statusLine!.split(' ')[1]),
+      headers: Object.fromEntries(fields.map((field) => [field.slice(0, field.indexOf(':')).toLowerCase(), field.slice(field.indexOf(':') + 1).trim()])),
+      body,
+      json: () => JSON.parse(body),
+    } as LightMyRequestResponse;
+  }
+
+  test('a client sending a body far over the limit before reading gets the 413, never a broken connection', async () => {
+    // Megabytes more than the kernel's buffers take in: the client is still sending when the
+    // answer is written. Refused as announced (Content-Length) or once past the limit (chunked).
+    for (const framing of ['content-length', 'chunked'] as const) {
+      for (let run = 0; run < 25; run++) {
+        const body = assertErrorEnvelope(await sendWholeBodyThenRead(8 * 1024 * 1024, framing), 413);
+        assert.match(body.message, /1000 bytes/);
+      }
+    }
+    assert.equal(await orderCount(service), 0);
+  });
+
+  test(`what is thrown away of a refused body is bounded: the connection closes past ${LINGER_MAX_BYTES} more bytes`, async () => {
+    await assert.rejects(sendWholeBodyThenRead(LINGER_MAX_BYTES + 32 * 1024 * 1024, 'content-length'), { code: /^(EPIPE|ECONNRESET)$/ });
+  });
 
   test('a body over BODY_LIMIT_BYTES is 413 with the envelope, and nothing is stored', async () => {
     const small = JSON.stringify([minimalOrder('small')]);

@@ -154,6 +154,19 @@ const A_IDS = {
 const touchpoints = (ids: Ids, occurred_at = `${DAY}T08:00:00Z`) => ({
   data: [{ touchpoint_id: ids.touchpoint_id, occurred_at, visitor_id: ids.visitor_id, utm_source: 'meta', utm_medium: 'cpc', utm_campaign: ids.campaign }],
 });
+/** The same touchpoint as Segment forwards it, with an event that is not read. */
+const segmentBatch = (ids: Ids) => ({
+  batch: [
+    {
+      type: 'page',
+      messageId: ids.touchpoint_id,
+      anonymousId: ids.visitor_id,
+      timestamp: `${DAY}T09:30:00Z`,
+      context: { campaign: { source: 'meta', medium: 'cpc', name: ids.campaign } },
+    },
+    { type: 'track', event: 'Product Viewed', anonymousId: ids.visitor_id, timestamp: `${DAY}T09:31:00Z` },
+  ],
+});
 const identities = (ids: Ids) => ({ data: [{ visitor_id: ids.visitor_id, order_id: ids.order_id }] });
 const ofVisitor = (ids: Ids) => ({ visitor_id: ids.visitor_id });
 /** The customer of the world's order (makeOrder's and minimalOrder's default). */
@@ -195,7 +208,7 @@ async function readBack(world: World) {
 
 interface Probe {
   what: string;
-  method: 'GET' | 'POST' | 'DELETE';
+  method: 'GET' | 'POST' | 'PATCH' | 'DELETE';
   /** The route as the app registers it; `:name` is filled in with the id of that name. */
   route: string;
   query?: (ids: Ids) => Record<string, string>;
@@ -294,6 +307,23 @@ const BEFORE_WRITES: Probe[] = [
   listTouchpointsProbe("lists touchpoints of A's customer: none", ofCustomer, () => []),
   listTouchpointsProbe("lists touchpoints of A's day: none", () => ({ start: `${DAY}T00:00:00Z`, end: `${DAY}T23:59:59Z` }), () => []),
   { what: 'reads the metric catalog', method: 'GET', route: '/v1/exports/metrics', check: (response) => void expectStatus(response, 200) },
+  {
+    what: "reports on A's month: nothing",
+    method: 'GET',
+    route: '/v1/reports/performance',
+    query: () => ({ start_date: '2024-03-01', end_date: '2024-03-31', level: 'campaign', metrics: 'spend,rev,visits' }),
+    check: (response) => assert.deepEqual(expectStatus(response, 200), { rows: [], totals: { spend: 0, rev: 0, visits: 0 }, currency: null }),
+  },
+  {
+    what: 'reads the health of its feeds: nothing received',
+    method: 'GET',
+    route: '/v1/health/feeds',
+    check(response) {
+      const health = expectStatus(response, 200) as { days: Record<string, number | string>[]; last_received_at: object };
+      assert.ok(health.days.every((day) => day.orders === 0 && day.spend === 0 && day.touchpoints === 0));
+      assert.deepEqual(health.last_received_at, { orders: null, spend: null, touchpoints: null });
+    },
+  },
   breakdownProbe('reads breakdown values: none', () => breakdowns([], [])),
   {
     what: 'reads attribution models: the catalog',
@@ -307,6 +337,16 @@ const BEFORE_WRITES: Probe[] = [
   },
   explainProbe("explains A's order: 404, unknown order", (response) => void assertErrorEnvelope(response, 404)),
   {
+    what: "patches A's order id: 404, unknown order",
+    method: 'PATCH',
+    route: '/v2/orders',
+    payload: (ids) => [{ order_id: ids.order_id, purchase_total: 1 }],
+    check(response, { ids }) {
+      const { errors } = assertErrorEnvelope(response, 404);
+      assert.deepEqual(errors?.map(({ type, order_id }) => [type, order_id]), [['not_found', ids.order_id]]);
+    },
+  },
+  {
     what: "claims an alias on A's order id: 404, unknown order",
     method: 'POST',
     route: '/v2/orders/aliases',
@@ -317,6 +357,16 @@ const BEFORE_WRITES: Probe[] = [
     },
   },
   ...spendProbes('delete', "deletes A's spend keys: nothing", []),
+  {
+    what: "erases A's customer, by id and by the e-mail of A's order: nothing of A's is found, nothing changed",
+    method: 'POST',
+    route: '/v1/customers/erase',
+    payload: (ids) => ({ customer_ids: [ofCustomer(ids).customer_id], customer_emails: [String(aOrder(ids).customer_email)] }),
+    check(response) {
+      const { customers, orders, touchpoints, identities } = expectStatus(response, 200);
+      assert.deepEqual({ customers, orders, touchpoints, identities }, { customers: 1, orders: 0, touchpoints: 0, identities: 0 });
+    },
+  },
 ];
 
 /** B writes to A's ids: it gets data of its own, with no conflict with A's, and reads back its own only. */
@@ -350,6 +400,13 @@ const WRITES: Probe[] = [
       const { added, ignored } = expectStatus(response, 200);
       assert.deepEqual({ added, ignored }, { added: 1, ignored: 0 });
     },
+  },
+  {
+    what: "patches its own order of A's order id (to the total it has): its own is updated",
+    method: 'PATCH',
+    route: '/v2/orders',
+    payload: (ids) => [{ order_id: ids.order_id, purchase_total: 12.5 }],
+    check: (response) => assert.equal(expectStatus(response, 200).updated, 1),
   },
   ...SPEND.map(
     (collection): Probe => ({
@@ -394,6 +451,16 @@ const WRITES: Probe[] = [
     check(response) {
       const { inserted, updated } = expectStatus(response, 201);
       assert.deepEqual({ inserted, updated }, { inserted: 1, updated: 0 });
+    },
+  },
+  {
+    what: "forwards a Segment page of A's touchpoint id and visitor (and another event): its own touchpoint again",
+    method: 'POST',
+    route: '/v1/events/segment',
+    payload: segmentBatch,
+    check(response) {
+      const { touchpoints, links, ignored } = expectStatus(response, 200);
+      assert.deepEqual({ touchpoints, links, ignored }, { touchpoints: 1, links: 0, ignored: 1 });
     },
   },
   {
@@ -559,8 +626,12 @@ function routesOf(app: TestApp): string[] {
     });
 }
 
-/** Routes that are not the client API: probes, the API document, the admin API, downloads by signed link. */
-const NOT_CLIENT_API = /^[A-Z]+ (\/healthz|\/readyz|\/openapi\.json|\/admin\/|\/v1\/exports\/files\/)/;
+/**
+ * Routes that are not the client API: probes, the API document, the pixel script, the admin API,
+ * downloads by signed link, the pages (the dashboard and /docs: files, no data), and the public collector (no credentials, nothing read back:
+ * test/collect.test.ts).
+ */
+const NOT_CLIENT_API = /^[A-Z]+ (\/$|\/docs$|\/pages\/|\/healthz|\/readyz|\/openapi\.json|\/pixel\.js|\/admin\/|\/v1\/exports\/files\/|\/v1\/collect$)/;
 
 test('every route of the client API, on both ports, is probed above', () => {
   for (const environment of ENVIRONMENTS) {

@@ -9,7 +9,7 @@ import pg from 'pg';
 import { freePort } from '../bench/server.js';
 import { buildApp } from '../src/app.js';
 import { loadConfig } from '../src/config.js';
-import { isDatabaseUnavailable } from '../src/db/database.js';
+import { isDatabaseUnavailable } from '../src/db/errors.js';
 import { openPostgres } from '../src/db/postgres.js';
 import {
   ADMIN_TOKEN,

@@ -5,10 +5,11 @@ import { ApiError, invalidRequest } from '../http/errors.js';
 import { ErrorEnvelope } from '../http/schemas.js';
 import type { RateLimits } from '../rate-limit/limits.js';
 import { hashSecret, matchesAny } from './api-keys.js';
+import type { ClientDeletion } from './deletion.js';
 import type { ClientRepository } from './repository.js';
 import { ClientName } from './schema.js';
 
-const ClientId = Type.String({ format: 'uuid' });
+const ClientId = Type.String({ format: 'uuid', examples: ['5f0c2a3e-8d1b-4c7a-9e2f-1a2b3c4d5e6f'] });
 const TimeZone = Type.String({ minLength: 1, description: 'IANA time zone of the client\'s exports, such as Europe/Berlin. Default UTC.' });
 /** Bounds of a source mapping: far past the sources a shop tags its links with. */
 export const SOURCE_MAPPING_LIMITS = { entries: 100, length: 64 };
@@ -25,6 +26,21 @@ const SourcePlatforms = Type.Unsafe<Record<string, string>>({
     maxProperties: { msg: `Must have at most ${SOURCE_MAPPING_LIMITS.entries} entries`, type: 'max_properties' },
   },
 });
+/** Bounds of a client's collect origins: far past the domains one shop runs. */
+export const COLLECT_ORIGIN_LIMITS = { entries: 100, length: 255 };
+const CollectOrigins = Type.Array(Type.String({ minLength: 1, maxLength: COLLECT_ORIGIN_LIMITS.length }), {
+  maxItems: COLLECT_ORIGIN_LIMITS.entries,
+  uniqueItems: true,
+  description: `Browser origins (https://shop.example, as the Origin header spells them) that POST /v1/collect takes this client's events from; events from any other are dropped. [] (the default): any origin. At most ${COLLECT_ORIGIN_LIMITS.entries}.`,
+});
+/** An origin as browsers send it: scheme, host and a port other than the scheme's default, lower case, nothing else. */
+const isOrigin = (value: string) => {
+  try {
+    return new URL(value).origin === value;
+  } catch {
+    return false;
+  }
+};
 const ClientParams = Type.Object({ client_id: ClientId });
 const clientNotFound = () => new ApiError(404, 'Client not found');
 const ClientView = Type.Object({
@@ -33,6 +49,7 @@ const ClientView = Type.Object({
   time_zone: Type.String(),
   created_at: Type.String({ format: 'date-time' }),
   source_platforms: Type.Record(Type.String(), Type.String()),
+  collect_origins: Type.Array(Type.String()),
 });
 const IssuedKey = {
   api_key: Type.String({ description: 'Shown this once; only its hash is kept.' }),
@@ -42,6 +59,7 @@ const errors = { 400: ErrorEnvelope, 401: ErrorEnvelope, 404: ErrorEnvelope };
 
 export interface AdminOptions {
   clients: ClientRepository;
+  deletion: ClientDeletion;
   adminToken: string;
   rateLimits: Pick<RateLimits, 'guardAuthentication'>;
 }
@@ -63,7 +81,7 @@ function authenticateAdmin(adminToken: string) {
  * Client and API-key management, for the operator holding ADMIN_TOKEN. Failed attempts count
  * against their address's failed-authentication budget, as the API's do, and are logged.
  */
-export const adminRoutes: FastifyPluginAsyncTypebox<AdminOptions> = async (app, { clients, adminToken, rateLimits }) => {
+export const adminRoutes: FastifyPluginAsyncTypebox<AdminOptions> = async (app, { clients, deletion, adminToken, rateLimits }) => {
   app.addHook('onRequest', rateLimits.guardAuthentication(authenticateAdmin(adminToken), 'failed admin authentication'));
 
   app.post(
@@ -71,6 +89,7 @@ export const adminRoutes: FastifyPluginAsyncTypebox<AdminOptions> = async (app, 
     {
       schema: {
         summary: 'Create a client and its first API key',
+        description: 'Answers the client id and its first API key, shown this once. The admin token goes in Authorization: Bearer.',
         body: Type.Object({ name: ClientName }, { additionalProperties: false }),
         response: { 201: Type.Object({ client_id: ClientId, name: Type.String(), ...IssuedKey }), ...errors },
       },
@@ -86,6 +105,7 @@ export const adminRoutes: FastifyPluginAsyncTypebox<AdminOptions> = async (app, 
     {
       schema: {
         summary: 'Show a client',
+        description: 'Its name, time zone, source mapping and pixel origins; never its keys.',
         params: ClientParams,
         response: { 200: ClientView, ...errors },
       },
@@ -101,16 +121,26 @@ export const adminRoutes: FastifyPluginAsyncTypebox<AdminOptions> = async (app, 
     '/clients/:client_id',
     {
       schema: {
-        summary: 'Rename a client, set its time zone or its source mapping',
+        summary: 'Rename a client, set its time zone, its source mapping or the origins of its pixel events',
+        description: 'Changes the fields sent; the others keep their values. The time zone decides the local days of exports and reports.',
         params: ClientParams,
         body: Type.Object(
-          { name: Type.Optional(ClientName), time_zone: Type.Optional(TimeZone), source_platforms: Type.Optional(SourcePlatforms) },
-          { additionalProperties: false, minProperties: 1 },
+          {
+            name: Type.Optional(ClientName),
+            time_zone: Type.Optional(TimeZone),
+            source_platforms: Type.Optional(SourcePlatforms),
+            collect_origins: Type.Optional(CollectOrigins),
+          },
+          { additionalProperties: false, minProperties: 1, examples: [{ time_zone: 'Europe/Berlin' }] },
         ),
         response: { 200: ClientView, ...errors },
       },
     },
     async (request) => {
+      const notOrigins = (request.body.collect_origins ?? []).flatMap((origin, index) =>
+        isOrigin(origin) ? [] : [{ loc: `body/collect_origins/${index}`, msg: 'Must be an origin as browsers send it, such as https://shop.example (lower case, no path, no default port)', type: 'format' }],
+      );
+      if (notOrigins.length > 0) throw invalidRequest(notOrigins);
       const result = await clients.update(request.params.client_id, request.body);
       if (result === 'unknown_client') throw clientNotFound();
       if (result === 'unknown_time_zone') {
@@ -122,11 +152,38 @@ export const adminRoutes: FastifyPluginAsyncTypebox<AdminOptions> = async (app, 
     },
   );
 
+  app.delete(
+    '/clients/:client_id',
+    {
+      schema: {
+        summary: 'Delete a client: every row of it in both environments, and every export file',
+        description:
+          'Its API keys are revoked first, then its rows are deleted in batches, each a short transaction, so that other clients are ' +
+          'served meanwhile; answered once all of it is gone (a large client takes a while). Interrupted, send it again: it carries on.',
+        params: ClientParams,
+        response: {
+          200: Type.Object({
+            client_id: ClientId,
+            deleted: Type.Record(Type.String(), Type.Integer(), { description: 'Rows deleted, by table.' }),
+          }),
+          ...errors,
+        },
+      },
+    },
+    async (request) => {
+      const deleted = await deletion.delete(request.params.client_id);
+      if (!deleted) throw clientNotFound();
+      request.log.info({ client_id: request.params.client_id, deleted }, 'client deleted');
+      return { client_id: request.params.client_id, deleted };
+    },
+  );
+
   app.post(
     '/clients/:client_id/api-keys',
     {
       schema: {
         summary: 'Issue another API key for a client',
+        description: 'A new key beside the existing ones, so that a client can rotate keys without downtime; shown this once.',
         params: ClientParams,
         response: { 201: Type.Object(IssuedKey), ...errors },
       },
@@ -143,7 +200,8 @@ export const adminRoutes: FastifyPluginAsyncTypebox<AdminOptions> = async (app, 
     {
       schema: {
         summary: 'Revoke an API key; it stops working at once',
-        params: Type.Object({ client_id: ClientId, key_id: Type.String({ format: 'uuid' }) }),
+        description: 'The key is kept, revoked, so that its id stays known; requests with it are answered 401.',
+        params: Type.Object({ client_id: ClientId, key_id: Type.String({ format: 'uuid', examples: ['0d9e8f7a-6b5c-4d3e-8f2a-1b0c9d8e7f6a'] }) }),
         response: { 204: Type.Null(), ...errors },
       },
     },

@@ -10,9 +10,10 @@ export interface Client {
   created_at: string;
 }
 
-/** A client as the admin API shows it: with its source mapping. */
+/** A client as the admin API shows it: with its source mapping and the origins its pixel events may come from. */
 export interface ClientDetails extends Client {
   source_platforms: Record<string, string>;
+  collect_origins: string[];
 }
 
 export interface IssuedKey {
@@ -21,7 +22,7 @@ export interface IssuedKey {
 }
 
 const CLIENT = 'client_id, name, time_zone, utc_iso(created_at) AS created_at';
-const CLIENT_DETAILS = `${CLIENT}, source_platforms`;
+const CLIENT_DETAILS = `${CLIENT}, source_platforms, collect_origins`;
 
 function knownToNode(timeZone: string): boolean {
   try {
@@ -31,6 +32,8 @@ function knownToNode(timeZone: string): boolean {
     return false;
   }
 }
+
+const jsonOrNull = (value: object | undefined) => (value === undefined ? null : JSON.stringify(value));
 
 export type ClientRepository = ReturnType<typeof createClientRepository>;
 
@@ -69,13 +72,13 @@ export function createClientRepository(db: Database) {
     },
 
     /**
-     * Changes a client's name, time zone or source mapping (replaced whole): the client,
+     * Changes a client's name, time zone, source mapping or collect origins (each replaced whole): the client,
      * 'unknown_client', or 'unknown_time_zone' when PostgreSQL (which buckets exports by it) does
      * not know the zone.
      */
     async update(
       clientId: string,
-      changes: { name?: string; time_zone?: string; source_platforms?: Record<string, string> },
+      changes: { name?: string; time_zone?: string; source_platforms?: Record<string, string>; collect_origins?: string[] },
     ): Promise<ClientDetails | 'unknown_client' | 'unknown_time_zone'> {
       if (changes.time_zone !== undefined) {
         // Both must know it: PostgreSQL buckets exports by it, Node.js resolves their periods.
@@ -84,12 +87,21 @@ export function createClientRepository(db: Database) {
       }
       const [client] = await db.query<ClientDetails>(
         `UPDATE clients SET name = coalesce($2, name), time_zone = coalesce($3, time_zone),
-                source_platforms = coalesce($4::jsonb, source_platforms)
+                source_platforms = coalesce($4::jsonb, source_platforms), collect_origins = coalesce($5::jsonb, collect_origins)
           WHERE client_id = $1
           RETURNING ${CLIENT_DETAILS}`,
-        [clientId, changes.name ?? null, changes.time_zone ?? null, changes.source_platforms === undefined ? null : JSON.stringify(changes.source_platforms)],
+        [clientId, changes.name ?? null, changes.time_zone ?? null, jsonOrNull(changes.source_platforms), jsonOrNull(changes.collect_origins)],
       );
       return client ?? 'unknown_client';
+    },
+
+    /** What the public collector needs of a client: its source mapping and the origins its events may come from; undefined when there is no such client. */
+    async collectSettings(clientId: string): Promise<Pick<ClientDetails, 'source_platforms' | 'collect_origins'> | undefined> {
+      const [client] = await db.query<Pick<ClientDetails, 'source_platforms' | 'collect_origins'>>(
+        'SELECT source_platforms, collect_origins FROM clients WHERE client_id = $1',
+        [clientId],
+      );
+      return client;
     },
 
     /** A new key for an existing client; undefined when there is no such client. */

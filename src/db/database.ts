@@ -1,3 +1,5 @@
+import { isRetryable } from './errors.js';
+
 export type Row = Record<string, unknown>;
 
 /** Something SQL can be sent to: the database itself, or one open transaction. */
@@ -22,6 +24,19 @@ export interface Database extends Queryable {
    * there are. Never run again on a lost race, since batches may already have been used.
    */
   eachBatch<R = Row>(sql: string, params: readonly unknown[], batchSize: number, onBatch: (rows: R[]) => Promise<void>): Promise<void>;
+  /**
+   * Calls `onNotification` at every `NOTIFY <channel>` committed by any connection to the
+   * database (`channel` is a lowercase identifier of the code, never input). On PostgreSQL it
+   * listens on a connection of its own, outside the pool, opened again whenever it is lost;
+   * `onNotification` is called once more each time it is back, for what was sent meanwhile.
+   * Resolves once listening, or once the first attempt failed and the next is scheduled.
+   */
+  listen(channel: string, onNotification: () => void): Promise<Listening>;
+  close(): Promise<void>;
+}
+
+export interface Listening {
+  /** Stops listening (and closes the connection it had). */
   close(): Promise<void>;
 }
 
@@ -50,13 +65,7 @@ export async function readThroughCursor<R>(
   }
 }
 
-/** SQLSTATE codes PostgreSQL uses when a transaction lost a race and may simply be run again. */
-const RETRYABLE = new Set(['40001', '40P01']);
 const MAX_ATTEMPTS = 5;
-
-function isRetryable(error: unknown): boolean {
-  return RETRYABLE.has((error as { code?: string } | null)?.code ?? '');
-}
 
 export async function withRetry<T>(attempt: () => Promise<T>): Promise<T> {
   for (let tries = 1; ; tries++) {
@@ -67,15 +76,4 @@ export async function withRetry<T>(attempt: () => Promise<T>): Promise<T> {
       await new Promise((resolve) => setTimeout(resolve, Math.random() * 10 * tries));
     }
   }
-}
-
-const UNREACHABLE = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENOTFOUND', 'EPIPE', '57P01', '57P02', '57P03']);
-/** What the pg driver says, without a code, when it loses or cannot get a connection. */
-const UNREACHABLE_MESSAGES = /^(Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|Query read timeout)/;
-
-/** Whether `error` says the database cannot be reached (as opposed to refusing a statement). */
-export function isDatabaseUnavailable(error: unknown): boolean {
-  const { code, message } = error as { code?: unknown; message?: unknown };
-  if (typeof code === 'string' && (UNREACHABLE.has(code) || code.startsWith('08'))) return true;
-  return typeof message === 'string' && UNREACHABLE_MESSAGES.test(message);
 }

@@ -27,6 +27,10 @@ export async function openPglite(dataDir: string | undefined): Promise<Database>
     // statement of its own, so other requests' statements run between batches.
     eachBatch: (sql, params, batchSize, onBatch) =>
       readThroughCursor(queryable(pglite), { sql, params, batchSize, hold: true }, onBatch),
+    async listen(channel, onNotification) {
+      const unlisten = await pglite.listen(channel, () => onNotification());
+      return { close: () => unlisten() };
+    },
     async close() {
       await pglite.close();
       release();
@@ -46,7 +50,7 @@ function queryable(client: PGlite | Transaction): Queryable {
 
 export class DataDirInUseError extends Error {}
 
-function lockDataDir(dataDir: string): () => void {
+export function lockDataDir(dataDir: string): () => void {
   fs.mkdirSync(dataDir, { recursive: true });
   const lockFile = path.join(dataDir, 'tributary.pid');
   for (let attempt = 0; ; attempt++) {

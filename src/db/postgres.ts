@@ -1,5 +1,5 @@
 import pg from 'pg';
-import { readThroughCursor, withRetry, type Database, type Queryable } from './database.js';
+import { readThroughCursor, withRetry, type Database, type Listening, type Queryable } from './database.js';
 
 export interface PostgresOptions {
   connectionString: string;
@@ -56,7 +56,69 @@ export function openPostgres({ connectionString, poolSize, queryTimeoutMs }: Pos
     // The cursor lives in a transaction on one connection of the pool; other connections go on.
     eachBatch: (sql, params, batchSize, onBatch) =>
       inTransaction((tx) => readThroughCursor(tx, { sql, params, batchSize, hold: false }, onBatch)),
+    listen: (channel, onNotification) => listen(connectionString, channel, onNotification),
     close: () => pool.end(),
+  };
+}
+
+/** Waits between attempts to listen again, doubling from the first to the last. */
+const RELISTEN_FIRST_MS = 500;
+const RELISTEN_MAX_MS = 30_000;
+
+async function listen(connectionString: string, channel: string, onNotification: () => void): Promise<Listening> {
+  let current: pg.Client | undefined;
+  let retry: NodeJS.Timeout | undefined;
+  let delayMs = RELISTEN_FIRST_MS;
+  let closed = false;
+
+  function retryLater() {
+    if (closed) return;
+    retry = setTimeout(connect, delayMs).unref();
+    delayMs = Math.min(delayMs * 2, RELISTEN_MAX_MS);
+  }
+
+  function lost(client: pg.Client) {
+    if (client !== current) return;
+    current = undefined;
+    client.end().catch(() => {});
+    retryLater();
+  }
+
+  async function connect() {
+    // TCP keepalive finds a connection lost without a word (a partition) in minutes; until
+    // then the poll of whoever listens is the fallback.
+    const client = new pg.Client({ connectionString, connectionTimeoutMillis: 5_000, keepAlive: true, keepAliveInitialDelayMillis: 30_000 });
+    client.on('error', () => lost(client));
+    client.on('end', () => lost(client));
+    client.on('notification', (message) => {
+      if (message.channel === channel) onNotification();
+    });
+    try {
+      await client.connect();
+      await client.query(`LISTEN ${channel}`);
+    } catch {
+      client.end().catch(() => {});
+      retryLater();
+      return;
+    }
+    if (closed) {
+      await client.end().catch(() => {});
+      return;
+    }
+    current = client;
+    delayMs = RELISTEN_FIRST_MS;
+    onNotification();
+  }
+
+  await connect();
+  return {
+    async close() {
+      closed = true;
+      clearTimeout(retry);
+      const client = current;
+      current = undefined;
+      await client?.end().catch(() => {});
+    },
   };
 }
 

@@ -3,23 +3,46 @@ import type { Config } from '../config.js';
 import type { Database } from '../db/index.js';
 import { createExportJobs } from './jobs.js';
 import { createExportProducer } from './produce.js';
-import { startExportWorker } from './worker.js';
+import { startRetention } from './retention.js';
+import { startExportWorker, type ExportWorker } from './worker.js';
 
 /** Rows after which an export continues in another file. */
 const ROWS_PER_FILE = 1_000_000;
 const POLL_MS = 1_000;
 const MAX_ATTEMPTS = 3;
+/** How often expired export files are looked for. */
+const RETENTION_INTERVAL_MS = 60_000;
 
-/** The export worker of a process, as the configuration says. */
-export function startExports(config: Config, db: Database, logger?: Logger) {
-  return startExportWorker({
-    jobs: createExportJobs(db, { linkTtlSeconds: config.exportLinkTtlSeconds }),
+/**
+ * The export worker of a process, as the configuration says, and the deletion of expired export
+ * files, which the processes that run exports take on.
+ */
+export function startExports(config: Config, db: Database, logger?: Logger): ExportWorker {
+  const jobs = createExportJobs(db, { linkTtlSeconds: config.exportLinkTtlSeconds });
+  const exportsLogger = logger?.child({ component: 'exports' });
+  const worker = startExportWorker({
+    jobs,
     produce: createExportProducer({ db, exportsDir: config.exportsDir, rowsPerFile: ROWS_PER_FILE }),
     concurrency: config.exportConcurrency,
     leaseSeconds: config.exportLeaseSeconds,
     maxRunningPerClient: config.exportMaxRunningPerClient,
     pollMs: POLL_MS,
     maxAttempts: MAX_ATTEMPTS,
-    logger: logger?.child({ component: 'exports' }),
+    logger: exportsLogger,
   });
+  if (config.exportConcurrency === 0) return worker;
+  const retention = startRetention({
+    jobs,
+    exportsDir: config.exportsDir,
+    graceSeconds: config.exportFileGraceSeconds,
+    leaseSeconds: config.exportLeaseSeconds,
+    intervalMs: RETENTION_INTERVAL_MS,
+    logger: exportsLogger,
+  });
+  return {
+    ready: worker.ready,
+    stop: async () => {
+      await Promise.all([worker.stop(), retention.stop()]);
+    },
+  };
 }

@@ -20,10 +20,16 @@ export interface ExportJob {
   finished_at: string | null;
   /** When the download links of a SUCCESS job stop working: fixed as it finishes. ISO-8601, UTC. */
   links_expire_at: string | null;
+  /** When its files were deleted, its links having expired (src/exports/retention.ts). ISO-8601, UTC. */
+  files_deleted_at: string | null;
 }
 
+/** A successful export whose files a sweep has leased, to delete them. */
+export type ExpiredExport = Pick<ExportJob, 'client_id' | 'environment' | 'export_id' | 'lease_token'>;
+
 const JOB = `client_id, environment, export_id, request, status, files, warn, attempts, lease_token,
-  utc_iso(created_at) AS created_at, utc_iso(finished_at) AS finished_at, utc_iso(links_expire_at) AS links_expire_at`;
+  utc_iso(created_at) AS created_at, utc_iso(finished_at) AS finished_at, utc_iso(links_expire_at) AS links_expire_at,
+  utc_iso(files_deleted_at) AS files_deleted_at`;
 /** The job, as long as the lease of `job` is still the one it holds. */
 const HELD = 'client_id = $1 AND environment = $2 AND export_id = $3 AND lease_token = $4 AND status = \'PENDING\'';
 const held = (job: ExportJob) => [job.client_id, job.environment, job.export_id, job.lease_token];
@@ -31,6 +37,8 @@ const held = (job: ExportJob) => [job.client_id, job.environment, job.export_id,
 const FREE = '(lease_expires_at IS NULL OR lease_expires_at < now())';
 /** A pending job whose lease has not run out: it counts as running. */
 const RUNNING = 'lease_expires_at >= now()';
+/** The channel the creation of a job is announced on, as it commits. */
+const CREATED = 'export_created';
 /** Clients a claim tries, best placed first, before it leaves the rest to the next poll. */
 const CANDIDATE_CLIENTS = 5;
 
@@ -71,14 +79,21 @@ export function createExportJobs(db: Database, { linkTtlSeconds }: { linkTtlSeco
   }
 
   return {
-    async create(tenant: Tenant, exportId: string, request: object, warn: object): Promise<ExportJob> {
-      const [job] = await db.query<ExportJob>(
-        `INSERT INTO exports (client_id, environment, export_id, request, warn)
-         VALUES ($1, $2, $3, $4, $5) RETURNING ${JOB}`,
-        [tenant.clientId, tenant.environment, exportId, JSON.stringify(request), JSON.stringify(warn)],
-      );
-      return job!;
+    /** Creates a pending job, and tells every worker listening (see onCreated) once it is committed. */
+    create(tenant: Tenant, exportId: string, request: object, warn: object): Promise<ExportJob> {
+      return db.transaction(async (tx) => {
+        const [job] = await tx.query<ExportJob>(
+          `INSERT INTO exports (client_id, environment, export_id, request, warn)
+           VALUES ($1, $2, $3, $4, $5) RETURNING ${JOB}`,
+          [tenant.clientId, tenant.environment, exportId, JSON.stringify(request), JSON.stringify(warn)],
+        );
+        await tx.query(`NOTIFY ${CREATED}`);
+        return job!;
+      });
     },
+
+    /** Calls `onCreated` whenever a job is created, by any process on the database (see Database.listen). */
+    onCreated: (onCreated: () => void) => db.listen(CREATED, onCreated),
 
     async find(tenant: Tenant, exportId: string): Promise<ExportJob | undefined> {
       const [job] = await db.query<ExportJob>(
@@ -120,6 +135,44 @@ export function createExportJobs(db: Database, { linkTtlSeconds }: { linkTtlSeco
         if (job) return job;
       }
       return undefined;
+    },
+
+    /**
+     * Leases up to `limit` successful exports whose links expired more than `graceSeconds` ago and
+     * whose files are still there, for `leaseSeconds`, to delete their files. Finding them reads
+     * the index of such exports across clients and locks nothing; each lease is one statement
+     * about one export, which passes over an export another sweep holds (its lease not run out).
+     */
+    async leaseExpiredFiles(graceSeconds: number, leaseSeconds: number, limit: number): Promise<ExpiredExport[]> {
+      const candidates = await db.query<ExpiredExport>(
+        `SELECT client_id, environment, export_id FROM exports
+          WHERE status = 'SUCCESS' AND files_deleted_at IS NULL AND links_expire_at < now() - make_interval(secs => $1) AND ${FREE}
+          ORDER BY links_expire_at
+          LIMIT $2`,
+        [graceSeconds, limit],
+      );
+      const leased: ExpiredExport[] = [];
+      for (const { client_id, environment, export_id } of candidates) {
+        const [row] = await db.query<ExpiredExport>(
+          `UPDATE exports SET lease_token = $4, lease_expires_at = now() + make_interval(secs => $5)
+            WHERE client_id = $1 AND environment = $2 AND export_id = $3 AND status = 'SUCCESS' AND files_deleted_at IS NULL AND ${FREE}
+            RETURNING client_id, environment, export_id, lease_token`,
+          [client_id, environment, export_id, randomUUID(), leaseSeconds],
+        );
+        if (row) leased.push(row);
+      }
+      return leased;
+    },
+
+    /** Records that the files of a leased export are deleted, if the lease is still held; false when it was lost. */
+    async filesDeleted(expired: ExpiredExport): Promise<boolean> {
+      const rows = await db.query(
+        `UPDATE exports SET files_deleted_at = now(), lease_token = NULL, lease_expires_at = NULL
+          WHERE client_id = $1 AND environment = $2 AND export_id = $3 AND lease_token = $4 AND status = 'SUCCESS'
+          RETURNING 1`,
+        [expired.client_id, expired.environment, expired.export_id, expired.lease_token],
+      );
+      return rows.length > 0;
     },
 
     /** Extends the lease of a job being worked on; false when the lease was lost (it ran out and another worker took the job). */

@@ -17,24 +17,29 @@ import { exportDir } from './produce.js';
 const creates = { validationStatus: 422 as const, rateLimit: 'exportCreates' as const };
 const reads = { validationStatus: 422 as const, rateLimit: 'exportReads' as const };
 const errors = { 401: ErrorEnvelope, 422: ErrorEnvelope };
-const ExportId = Type.String({ format: 'uuid' });
+const ExportId = Type.String({ format: 'uuid', examples: ['3b1f6f7e-2c4d-4e8a-9b0c-7d6e5f4a3b2c'] });
 
-const ExportResult = Type.Object({
+export const ExportResult = Type.Object({
   data_export_id: ExportId,
   status: Type.Unsafe<'PENDING' | 'SUCCESS' | 'ERROR'>({ type: 'string', enum: ['PENDING', 'SUCCESS', 'ERROR'] }),
   result: Type.Array(Type.String({ format: 'uri' }), { description: 'Download links of the files, once SUCCESS.' }),
   created_at: Type.String({ format: 'date-time' }),
   finished_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
-  warn: Type.Record(Type.String(), Type.Unknown(), { description: 'Ignored options, and why an export failed.' }),
+  warn: Type.Record(Type.String(), Type.Unknown(), { description: 'Ignored options, why an export failed, and files_expired once its files were deleted.' }),
 });
 
-const MetricList = Type.Object({ metrics: Type.Array(Type.Object({ id: Type.String(), label: Type.String(), definition: Type.String() })) });
-const BreakdownList = Type.Object({
-  breakdowns: Type.Array(Type.Object({ key: Type.String(), values: Type.Array(Type.String()) })),
-});
-const AttributionModelList = Type.Object({
-  attribution_models: Type.Array(Type.Object({ id: Type.String(), name: Type.Union([Type.String(), Type.Null()]) })),
-});
+export const MetricList = Type.Object(
+  { metrics: Type.Array(Type.Object({ id: Type.String(), label: Type.String(), definition: Type.String() })) },
+  { examples: [{ metrics: [{ id: 'roas', label: 'ROAS', definition: 'rev ÷ spend.' }] }] },
+);
+export const BreakdownList = Type.Object(
+  { breakdowns: Type.Array(Type.Object({ key: Type.String(), values: Type.Array(Type.String()) })) },
+  { examples: [{ breakdowns: [{ key: 'platform', values: ['google', 'meta'] }] }] },
+);
+export const AttributionModelList = Type.Object(
+  { attribution_models: Type.Array(Type.Object({ id: Type.String(), name: Type.Union([Type.String(), Type.Null()]) })) },
+  { examples: [{ attribution_models: [{ id: 'linear', name: 'Linear' }] }] },
+);
 const modelName = (id: string) => MODELS.find((model) => model.id === id)!.name;
 /** Ours, then the hosted API's ids that exports take as aliases: a client that checks its ids against the list finds them. */
 const MODEL_LIST = [
@@ -46,12 +51,10 @@ export interface ExportRouteOptions {
   jobs: ExportJobs;
   breakdowns: BreakdownCatalog;
   signer: LinkSigner;
-  /** Called when an export is created, so that a worker of this process can start on it at once. */
-  onCreated: () => void;
 }
 
 /** Create and poll exports, and the catalogs of what an export can hold. */
-export const exportRoutes: FastifyPluginAsyncTypebox<ExportRouteOptions> = async (app, { jobs, breakdowns, signer, onCreated }) => {
+export const exportRoutes: FastifyPluginAsyncTypebox<ExportRouteOptions> = async (app, { jobs, breakdowns, signer }) => {
   /** The links of a successful export, signed with the expiry fixed when it finished: polling again never extends them. */
   const downloadLinks = (job: ExportJob) => {
     const expires = Math.floor(Date.parse(job.links_expire_at!) / 1000);
@@ -93,7 +96,6 @@ export const exportRoutes: FastifyPluginAsyncTypebox<ExportRouteOptions> = async
       const id = randomUUID();
       if (!request.tenant.dryRun) {
         await jobs.create(request.tenant, id, request.body, ignored.length > 0 ? { ignored } : {});
-        onCreated();
       }
       return reply.code(201).send({ id });
     },
@@ -105,6 +107,7 @@ export const exportRoutes: FastifyPluginAsyncTypebox<ExportRouteOptions> = async
       config: reads,
       schema: {
         summary: 'Fetch a data export result',
+        description: 'PENDING until the export is done; then SUCCESS with signed download links (no credentials needed, they expire), or ERROR with the reason in warn.',
         params: Type.Object({ export_id: ExportId }),
         response: { 200: ExportResult, ...errors, 404: ErrorEnvelope },
       },
@@ -112,25 +115,43 @@ export const exportRoutes: FastifyPluginAsyncTypebox<ExportRouteOptions> = async
     async (request) => {
       const job = request.tenant.dryRun ? undefined : await jobs.find(request.tenant, request.params.export_id);
       if (!job) throw new ApiError(404, 'No export with this id');
+      // Files deleted after their links expired (src/exports/retention.ts): said, not linked to.
+      const expired = job.files_deleted_at !== null && {
+        files_expired: `The files of this export were deleted at ${job.files_deleted_at}, after their links expired at ${job.links_expire_at}: create the export again`,
+      };
       return {
         data_export_id: job.export_id,
         status: job.status,
-        result: job.status === 'SUCCESS' ? downloadLinks(job) : [],
+        result: job.status === 'SUCCESS' && !expired ? downloadLinks(job) : [],
         created_at: job.created_at,
         finished_at: job.finished_at,
-        warn: job.warn,
+        warn: { ...job.warn, ...expired },
       };
     },
   );
 
   app.get(
     '/metrics',
-    { config: reads, schema: { summary: 'Metrics an export can hold', response: { 200: MetricList, 401: ErrorEnvelope } } },
+    {
+      config: reads,
+      schema: {
+        summary: 'Metrics an export can hold',
+        description: 'Every metric id exports and reports take, aliases included, with its definition.',
+        response: { 200: MetricList, 401: ErrorEnvelope },
+      },
+    },
     async () => ({ metrics: METRIC_CATALOG.map(({ id, label, definition }) => ({ id, label, definition })) }),
   );
   app.get(
     '/breakdowns',
-    { config: reads, schema: { summary: 'Breakdown keys, with the values found in this client\'s spend', response: { 200: BreakdownList, 401: ErrorEnvelope } } },
+    {
+      config: reads,
+      schema: {
+        summary: "Breakdown keys, with the values found in this client's spend",
+        description: 'The keys an export can split its rows by, each with the values of this client\'s spend records.',
+        response: { 200: BreakdownList, 401: ErrorEnvelope },
+      },
+    },
     async (request) => ({ breakdowns: await breakdowns.list(request.tenant) }),
   );
   app.get(

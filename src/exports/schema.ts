@@ -1,5 +1,5 @@
 import { Type, type Static } from 'typebox';
-import { MODEL_ALIASES, MODEL_IDS } from '../attribution/models.js';
+import { MODEL_ALIASES, MODEL_IDS, UNLIMITED, WINDOW_NAMES } from '../attribution/models.js';
 import { Identifier } from '../http/schemas.js';
 import { METRIC_IDS, REQUEST_BREAKDOWN_KEYS, type RequestBreakdownKey } from './catalog.js';
 
@@ -96,7 +96,11 @@ export const ExportRequest = Type.Object(
               },
             ),
           ),
-          attribution_windows: Type.Optional(Type.Array(Type.Unsafe<string>({ type: 'string', enum: ['1', '3', '7', '14', '30', '60', '90'] }), { maxItems: 16 })),
+          attribution_windows: Type.Optional(
+            Type.Array(Type.Unsafe<string>({ type: 'string', enum: WINDOW_NAMES, description: `Days of 24 hours, or ${UNLIMITED} for no lookback limit.` }), {
+              maxItems: 16,
+            }),
+          ),
           accounting_modes: Type.Optional(Type.Array(Type.Unsafe<string>({ type: 'string', enum: ['cash', 'accrual'] }), { maxItems: 16 })),
         },
         { additionalProperties: false },
@@ -120,6 +124,17 @@ export const ExportRequest = Type.Object(
     ),
     export_file_name: Type.Optional(Type.String({ minLength: 3, maxLength: 100, pattern: '^[A-Za-z0-9_-]+$' })),
   },
-  { additionalProperties: false },
+  {
+    additionalProperties: false,
+    examples: [
+      {
+        level: 'campaign',
+        period_type: 'LAST_30_DAYS',
+        options: { include_ids: true },
+        attribution_options: { attribution_models: ['linear'], attribution_windows: ['30'], accounting_modes: ['cash'] },
+        metrics: [{ id: 'spend' }, { id: 'rev' }, { id: 'roas' }],
+      },
+    ],
+  },
 );
 export type ExportRequest = Static<typeof ExportRequest>;

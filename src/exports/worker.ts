@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import { sqlstateOf } from '../db/errors.js';
 import type { ExportJob, ExportJobs } from './jobs.js';
 
 /** What an attempt produced: file names and warnings, and files to publish if it wins, or discard. */
@@ -19,7 +20,7 @@ export interface ExportWorkerOptions {
   leaseSeconds: number;
   /** Jobs of one client running at once across every worker: no claim takes one more. */
   maxRunningPerClient: number;
-  /** How often an idle worker looks for work. */
+  /** How often an idle worker looks for work, besides when a job is created (see ExportJobs.onCreated). */
   pollMs: number;
   /** Attempts after which a job that keeps failing (or killing its worker) ends as ERROR. */
   maxAttempts: number;
@@ -27,8 +28,8 @@ export interface ExportWorkerOptions {
 }
 
 export interface ExportWorker {
-  /** Looks for work now rather than at the next poll (a job was just created). */
-  wake(): void;
+  /** Resolves once the worker listens for new jobs (or, the database unreachable, keeps trying in the background). */
+  ready: Promise<void>;
   /** Stops claiming, aborts the jobs in hand and hands their leases back. */
   stop(): Promise<void>;
 }
@@ -38,8 +39,9 @@ export interface ExportWorker {
  * quote rows and paths, so they are told by code; errors of our own by their message.
  */
 function publicReason(error: unknown): string {
+  const sqlstate = sqlstateOf(error);
+  if (sqlstate) return `The database could not compute the export (error ${sqlstate})`;
   const code = (error as { code?: unknown }).code;
-  if (typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code)) return `The database could not compute the export (error ${code})`;
   if (typeof code === 'string') return `The export file could not be written (${code})`;
   return error instanceof Error ? error.message : 'The export could not be computed';
 }
@@ -59,8 +61,22 @@ export function startExportWorker(options: ExportWorkerOptions): ExportWorker {
   // renewed in time (the embedded store runs one statement at a time, an export's among them).
   const running = new Set<string>();
 
+  // Looks for work now rather than at the next poll: a job was just created. A wake while every
+  // slot is busy (claiming, say, before the new job was committed) is kept for the next slot to
+  // go idle, so that the job does not wait for the poll.
+  let wokenWhileBusy = false;
+  const wake = () => {
+    const [waker] = wakers;
+    if (waker) waker();
+    else wokenWhileBusy = true;
+  };
+
   const idle = () =>
     new Promise<void>((resolve) => {
+      if (wokenWhileBusy) {
+        wokenWhileBusy = false;
+        return resolve();
+      }
       const timer = setTimeout(done, pollMs);
       stopping.signal.addEventListener('abort', done, { once: true });
       wakers.add(done);
@@ -133,11 +149,12 @@ export function startExportWorker(options: ExportWorkerOptions): ExportWorker {
   }
 
   const slots = Array.from({ length: concurrency }, slot);
+  const listening = concurrency > 0 ? jobs.onCreated(wake) : undefined;
   return {
-    wake: () => [...wakers][0]?.(),
+    ready: listening?.then(() => {}) ?? Promise.resolve(),
     async stop() {
       stopping.abort();
-      await Promise.all(slots);
+      await Promise.all([...slots, listening?.then((listener) => listener.close())]);
     },
   };
 }

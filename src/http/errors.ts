@@ -1,20 +1,9 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { isDatabaseUnavailable } from '../db/database.js';
+import { isDatabaseUnavailable, refusedValue, type RefusedValue } from '../db/errors.js';
+import type { ErrorEnvelope, ErrorItem } from './error-envelope.js';
 
-/** One problem with a request: where (`loc`), what (`msg`) and a machine code (`type`). */
-export interface ErrorItem {
-  loc: string;
-  msg: string;
-  type: string;
-  order_id?: string;
-  [detail: string]: unknown;
-}
-
-export interface ErrorEnvelope {
-  message: string;
-  errors: ErrorItem[] | null;
-  request_id: string;
-}
+// For the handlers that build error items along with the errors they throw.
+export type { ErrorItem };
 
 /** An error a handler throws on purpose; it reaches the caller as it is. */
 export class ApiError extends Error {
@@ -70,23 +59,21 @@ declare module 'fastify' {
 const FRAMEWORK_MESSAGES: Record<string, (error: FastifyError, request: FastifyRequest) => string> = {
   FST_ERR_CTP_BODY_TOO_LARGE: (_error, request) =>
     `Request body is larger than the limit of ${request.routeOptions.bodyLimit} bytes`,
-  FST_ERR_CTP_INVALID_MEDIA_TYPE: () => 'Content-Type must be application/json',
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: (_error, request) =>
+    `Content-Type must be ${((request.routeOptions.schema?.consumes as string[] | undefined) ?? ['application/json']).join(' or ')}`,
   FST_ERR_CTP_EMPTY_JSON_BODY: () => 'Request body is empty; send a JSON document',
   FST_ERR_CTP_INVALID_CONTENT_LENGTH: () => 'Content-Length does not match the body sent',
 };
 
 /**
- * What a database error says about the request, when it is the request's fault: validation
+ * What a value the database refused says about the request, whose fault it is: validation
  * should have caught it first, so this is a safety net that keeps such input from being a 500.
  */
-function requestProblem(error: unknown): string | undefined {
-  const code = (error as { code?: unknown }).code;
-  if (typeof code !== 'string' || code.length !== 5) return undefined;
-  if (code.startsWith('22')) return 'A value in the request cannot be stored'; // data exception
-  if (code === '54000') return 'A value in the request is too long to be stored'; // program limit exceeded
-  if (code === '23514') return 'A value in the request is out of the range the service stores'; // check violation
-  return undefined;
-}
+const REFUSED_VALUE_MESSAGES: Record<RefusedValue, string> = {
+  unstorable: 'A value in the request cannot be stored',
+  too_long: 'A value in the request is too long to be stored',
+  out_of_range: 'A value in the request is out of the range the service stores',
+};
 
 /**
  * The `order_id` of the innermost order (or alias) on the path `pointer` into `body`, so that a
@@ -137,10 +124,10 @@ export function registerErrorHandling(app: FastifyInstance) {
       reply.header('retry-after', String(DATABASE_RETRY_AFTER_SECONDS));
       return sendError(reply, 503, 'The database is unavailable; send the request again shortly');
     }
-    const problem = requestProblem(error);
-    if (problem) {
+    const refused = refusedValue(error);
+    if (refused) {
       request.log.warn({ err: error }, 'value rejected by the database');
-      return sendError(reply, request.routeOptions.config.validationStatus ?? 400, problem);
+      return sendError(reply, request.routeOptions.config.validationStatus ?? 400, REFUSED_VALUE_MESSAGES[refused]);
     }
     request.log.error({ err: error }, 'request failed');
     return sendError(reply, 500, 'Internal server error');

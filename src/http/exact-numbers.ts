@@ -1,5 +1,5 @@
 import type { Queryable } from '../db/index.js';
-import type { ErrorItem } from './errors.js';
+import type { ErrorItem } from './error-envelope.js';
 
 /** What every number of a request body must be, as an exact decimal. */
 export interface NumberBounds {

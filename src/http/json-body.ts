@@ -62,52 +62,58 @@ export function registerQueryCheck(app: FastifyInstance) {
   });
 }
 
+/**
+ * Reads a JSON body as the API does: UTF-8 only, no forbidden keys, no unstorable strings, not
+ * mostly containers. A content-type parser, for routes that take JSON under another type too.
+ */
+export function parseJsonBody(request: FastifyRequest, bytes: string | Buffer, done: (error: Error | null, body?: unknown) => void) {
+  // A body that cannot be read is an invalid request like any other: 400, or 422 on spend.
+  const invalid = request.routeOptions.config.validationStatus ?? 400;
+  const fail = (status: number, message: string, errors: ApiError['errors'] = null) =>
+    done(new ApiError(status, message, errors), undefined);
+  const charset = charsetOf(request);
+  if (charset !== undefined && !UTF8.test(charset)) return fail(415, `JSON must be sent as UTF-8, not ${charset}`);
+  if (mostlyContainers(bytes as Buffer)) {
+    return fail(invalid, `Request body is mostly objects and arrays (more than one in ${MIN_BYTES_PER_CONTAINER} bytes), which no request of this API is; it was not read`);
+  }
+
+  let text: string;
+  try {
+    text = utf8.decode(bytes as Buffer);
+  } catch {
+    return fail(invalid, 'Request body is not valid UTF-8');
+  }
+  const body = text.startsWith(BYTE_ORDER_MARK) ? text.slice(1) : text;
+  if (body.length === 0) {
+    // Clients that always send a Content-Type may send no body to a route that takes none.
+    if (!request.routeOptions.schema?.body) return done(null, undefined);
+    return fail(invalid, 'Request body is empty; send a JSON document');
+  }
+  let value: unknown;
+  try {
+    value = secureJson.parse(body, null, { protoAction: 'error', constructorAction: 'error' });
+  } catch (error) {
+    // secure-json-parse reports a forbidden key as a SyntaxError too, with this message.
+    const message = /forbidden prototype property/.test((error as Error).message)
+      ? 'Request body must not contain __proto__ or constructor.prototype keys'
+      : `Request body is not valid JSON: ${(error as Error).message}`;
+    return fail(invalid, message);
+  }
+  const unstorableAt = body.includes('\\u') ? pointersWhere(value, unstorable) : [];
+  if (unstorableAt.length > 0) {
+    return fail(
+      invalid,
+      'Request body has strings the service cannot store',
+      unstorableAt.map((pointer) => ({ loc: `body${pointer}`, msg: UNSTORABLE, type: 'invalid_string' })),
+    );
+  }
+  request.rawBody = body;
+  request.rawBodyBytes = (bytes as Buffer).length;
+  done(null, value);
+}
+
 /** JSON is the only body the API takes; any other content type is answered 415. */
 export function registerJsonBody(app: FastifyInstance) {
   app.removeAllContentTypeParsers();
-  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, bytes, done) => {
-    // A body that cannot be read is an invalid request like any other: 400, or 422 on spend.
-    const invalid = request.routeOptions.config.validationStatus ?? 400;
-    const fail = (status: number, message: string, errors: ApiError['errors'] = null) =>
-      done(new ApiError(status, message, errors), undefined);
-    const charset = charsetOf(request);
-    if (charset !== undefined && !UTF8.test(charset)) return fail(415, `JSON must be sent as UTF-8, not ${charset}`);
-    if (mostlyContainers(bytes as Buffer)) {
-      return fail(invalid, `Request body is mostly objects and arrays (more than one in ${MIN_BYTES_PER_CONTAINER} bytes), which no request of this API is; it was not read`);
-    }
-
-    let text: string;
-    try {
-      text = utf8.decode(bytes as Buffer);
-    } catch {
-      return fail(invalid, 'Request body is not valid UTF-8');
-    }
-    const body = text.startsWith(BYTE_ORDER_MARK) ? text.slice(1) : text;
-    if (body.length === 0) {
-      // Clients that always send a Content-Type may send no body to a route that takes none.
-      if (!request.routeOptions.schema?.body) return done(null, undefined);
-      return fail(invalid, 'Request body is empty; send a JSON document');
-    }
-    let value: unknown;
-    try {
-      value = secureJson.parse(body, null, { protoAction: 'error', constructorAction: 'error' });
-    } catch (error) {
-      // secure-json-parse reports a forbidden key as a SyntaxError too, with this message.
-      const message = /forbidden prototype property/.test((error as Error).message)
-        ? 'Request body must not contain __proto__ or constructor.prototype keys'
-        : `Request body is not valid JSON: ${(error as Error).message}`;
-      return fail(invalid, message);
-    }
-    const unstorableAt = body.includes('\\u') ? pointersWhere(value, unstorable) : [];
-    if (unstorableAt.length > 0) {
-      return fail(
-        invalid,
-        'Request body has strings the service cannot store',
-        unstorableAt.map((pointer) => ({ loc: `body${pointer}`, msg: UNSTORABLE, type: 'invalid_string' })),
-      );
-    }
-    request.rawBody = body;
-    request.rawBodyBytes = (bytes as Buffer).length;
-    done(null, value);
-  });
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, parseJsonBody);
 }

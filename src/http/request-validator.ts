@@ -1,7 +1,8 @@
 import type { Ajv, AnySchemaObject, ErrorObject, ValidateFunction } from 'ajv';
 import type { DataValidationCxt } from 'ajv/dist/types/index.js';
 import type { FastifySchemaCompiler } from 'fastify';
-import { MAX_COUNTED_PROBLEMS, MAX_LISTED_PROBLEMS, ValidationFailure, type ErrorItem } from './errors.js';
+import type { ErrorItem } from './error-envelope.js';
+import { MAX_COUNTED_PROBLEMS, MAX_LISTED_PROBLEMS, ValidationFailure } from './errors.js';
 import { createAjv, partOf, toErrorItems, type Part } from './validation.js';
 
 /**

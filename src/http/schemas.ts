@@ -24,24 +24,5 @@ export const DateTime = (description: string) =>
     description: `${description} ISO-8601 with a time zone: Z, or an offset with or without a colon (-08:00, -0800).`,
   });
 
-export const ErrorEnvelope = Type.Object(
-  {
-    message: Type.String(),
-    errors: Type.Union([
-      Type.Array(
-        Type.Object(
-          {
-            loc: Type.String({ description: 'body/<JSON pointer>, query/<name>, path/<name> or header/<name>.' }),
-            msg: Type.String(),
-            type: Type.String({ description: 'Machine-readable code, such as required or min_length.' }),
-            order_id: Type.Optional(Type.String({ description: 'The order the problem is in, when it has an id.' })),
-          },
-          { additionalProperties: true },
-        ),
-      ),
-      Type.Null(),
-    ]),
-    request_id: Type.String({ format: 'uuid' }),
-  },
-  { description: 'The body of every 4xx and 5xx answer.' },
-);
+// Beside the request schemas, for the routes' response schemas.
+export { ErrorEnvelope } from './error-envelope.js';

@@ -2,7 +2,7 @@ import net from 'node:net';
 import { Ajv, type AnySchemaObject, type ErrorObject, type KeywordDefinition, type SchemaObject } from 'ajv';
 import addFormatsPlugin from 'ajv-formats';
 import { isDate, isDateTime, isWholeHour } from '../date-time.js';
-import type { ErrorItem } from './errors.js';
+import type { ErrorItem } from './error-envelope.js';
 
 /**
  * Schema keywords of our own. They keep every rule of a resource inside its one schema, so the
@@ -10,9 +10,10 @@ import type { ErrorItem } from './errors.js';
  *
  * - `x-messages`: `{ <keyword>: <message> }`, the message to report when that keyword of this
  *   schema fails (the specification's own wording, where it gives one); or
- *   `{ <keyword>: { msg, type } }` to report another error type code as well.
+ *   `{ <keyword>: { msg, type } }` to report another error type code as well. Under `null`, the
+ *   message for a null where the schema takes none, in place of the type's.
  * - `x-unique-by`: on an array of objects, the properties that together must not repeat.
- * - `x-exclusive`: on an object, pairs of properties that must not both be present.
+ * - `x-exclusive`: on an object, pairs of properties that must not both be present (null is absent).
  * - `x-distinct`: on an object, two properties that must not hold the same value.
  * - `x-required-any`: on an object, properties of which at least one must be present.
  */
@@ -72,7 +73,7 @@ const uniqueBy = keyword('x-unique-by', 'array', (fields: string[], items: unkno
 
 const exclusive = keyword('x-exclusive', 'object', (pairs: [string, string][], data: Obj, _parent, path) =>
   pairs
-    .filter(([a, b]) => data[a] !== undefined && data[b] !== undefined)
+    .filter(([a, b]) => data[a] != null && data[b] != null)
     .map(([a, b]) => ({
       keyword: 'x-exclusive',
       instancePath: `${path}/${b}`,
@@ -121,7 +122,8 @@ export function createAjv(options: { coerceTypes: boolean; allErrors: boolean })
   ajv.addFormat('date-time', { type: 'string', validate: isDateTime });
   ajv.addFormat('whole-hour', { type: 'string', validate: isWholeHour });
   ajv.addFormat('date-or-date-time', { type: 'string', validate: (value: string) => isDate(value) || isDateTime(value) });
-  ajv.addFormat('ip', { type: 'string', validate: (value: string) => net.isIP(value) !== 0 });
+  // Empty is the shop not knowing it: the hosted API's WooCommerce plugin sends "" then.
+  ajv.addFormat('ip-or-empty', { type: 'string', validate: (value: string) => value === '' || net.isIP(value) !== 0 });
   ajv.addKeyword({ keyword: MESSAGES, schemaType: 'object' });
   ajv.addKeyword(uniqueBy);
   ajv.addKeyword(exclusive);
@@ -172,7 +174,7 @@ const FORMAT_MESSAGES: Record<string, string> = {
   date: 'Must be a date written YYYY-MM-DD',
   'date-or-date-time': 'Must be a date written YYYY-MM-DD, or an ISO-8601 date-time with a time zone such as 2024-03-08T09:23:45Z',
   email: 'Must be a valid e-mail address',
-  ip: 'Must be a valid IPv4 or IPv6 address',
+  'ip-or-empty': 'Must be a valid IPv4 or IPv6 address',
   uuid: 'Must be a UUID',
 };
 
@@ -205,8 +207,11 @@ function defaultMessage(error: ErrorObject): string {
       return `Must have at most ${limit} items`;
     case 'minProperties':
       return `Must have at least ${limit} propert${limit === 1 ? 'y' : 'ies'}`;
-    case 'uniqueItems':
-      return `Items must be unique: items ${params.j} and ${params.i} are the same`;
+    case 'uniqueItems': {
+      // Ajv's two ways to compare items (by type, or any two) name the pair in opposite orders.
+      const [first, second] = [params.i as number, params.j as number].sort((a, b) => a - b);
+      return `Items must be unique: items ${first} and ${second} are the same`;
+    }
     case 'enum': {
       const allowed = params.allowedValues as unknown[];
       return allowed.length <= 12 ? `Must be one of: ${allowed.join(', ')}` : 'Is not one of the allowed values';
@@ -239,7 +244,9 @@ export function toErrorItems(errors: readonly ErrorObject[], part: Part): ErrorI
   for (const error of errors) {
     if (error.keyword !== 'type' && mistyped.has(error.instancePath)) continue;
     const pointer = pointerOf(error);
-    const custom = customMessage(error.parentSchema, error.keyword);
+    const custom =
+      (error.keyword === 'type' && error.data === null && customMessage(error.parentSchema, 'null')) ||
+      customMessage(error.parentSchema, error.keyword);
     const item: ErrorItem = {
       loc: part + pointer,
       msg: custom?.msg ?? defaultMessage(error),

@@ -1,0 +1,64 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { Type } from 'typebox';
+import { invalidRequest } from '../http/errors.js';
+import { ErrorEnvelope, NonEmptyString } from '../http/schemas.js';
+import type { CustomerErasure } from './erasure.js';
+
+export const MAX_CUSTOMERS_PER_ERASURE = 1000;
+
+const ErasureBody = Type.Object(
+  {
+    customer_ids: Type.Optional(
+      Type.Array(NonEmptyString("The shop's customer id, as in orders and touchpoints."), { maxItems: MAX_CUSTOMERS_PER_ERASURE, uniqueItems: true }),
+    ),
+    customer_emails: Type.Optional(
+      Type.Array(Type.String({ minLength: 1, maxLength: 320, description: "An e-mail address; matched, in lower case, against orders' customer_email and hashed_customer_email (SHA-256 of the address in lower case)." }), {
+        maxItems: MAX_CUSTOMERS_PER_ERASURE,
+        uniqueItems: true,
+      }),
+    ),
+  },
+  { additionalProperties: false, examples: [{ customer_ids: ['magento_user_42'], customer_emails: ['roni_cost@example.com'] }] },
+);
+
+const ErasureResult = Type.Object({
+  message: Type.String(),
+  customers: Type.Integer({ description: 'Customers found: those named by id, and those of the orders an e-mail matched.' }),
+  orders: Type.Integer({ description: 'Orders that lost personal fields in this request.' }),
+  touchpoints: Type.Integer({ description: 'Touchpoints whose URLs lost their personal query, that now carry their customer_id themselves, or whose visitor_id was replaced.' }),
+  identities: Type.Integer({ description: 'Identity links deleted.' }),
+  request_id: Type.String({ format: 'uuid' }),
+});
+
+/** Customer erasure, for the requests privacy law gives customers. */
+export const customerRoutes: FastifyPluginAsyncTypebox<{ erasure: CustomerErasure }> = async (app, { erasure }) => {
+  app.post(
+    '/erase',
+    {
+      config: { rateLimit: 'orderWrites' },
+      schema: {
+        summary: "Erase customers' personal data",
+        description:
+          'Removes e-mails, phone numbers (and their hashes), names, IP addresses and shipping addresses from the orders of the customers named by ' +
+          "id or by an e-mail of one of their orders; removes every query parameter but UTMs and click ids (and fragments) from their touchpoints' " +
+          'landing_url and referrer; deletes the identity links of their visitors, whose touchpoints then carry the customer_id themselves and a new ' +
+          'visitor_id (erased:<uuid>) of no meaning. Order ids, customer ids, times, amounts, currencies, products and refunds stay, and ' +
+          'exports give the same figures before and after. All or nothing; sending it again changes nothing.',
+        body: ErasureBody,
+        response: { 200: ErasureResult, 400: ErrorEnvelope, 401: ErrorEnvelope },
+      },
+    },
+    async (request) => {
+      const { customer_ids = [], customer_emails = [] } = request.body;
+      if (customer_ids.length + customer_emails.length === 0) {
+        throw invalidRequest([{ loc: 'body', msg: 'Give customer_ids or customer_emails, with at least one value', type: 'required' }]);
+      }
+      const counts = request.tenant.dryRun
+        ? { customers: 0, orders: 0, touchpoints: 0, identities: 0 }
+        : await erasure.erase(request.tenant, { customerIds: customer_ids, customerEmails: customer_emails }, new Date());
+      // Counts only: the ids and e-mails asked about are what the log must not keep.
+      request.log.info({ erased: counts }, 'customers erased');
+      return { message: `Erased the personal data of ${counts.customers} customer${counts.customers === 1 ? '' : 's'}`, ...counts, request_id: request.id };
+    },
+  );
+};

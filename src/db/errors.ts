@@ -1,0 +1,44 @@
+/**
+ * What an error of the database means to the service: the one place that reads PostgreSQL's
+ * error codes (SQLSTATE) and the driver's ways of saying the connection is gone.
+ */
+
+/** SQLSTATE codes: five characters. Errors carrying one come from PostgreSQL. */
+const SQLSTATE = /^[0-9A-Z]{5}$/;
+
+/** The SQLSTATE code of `error`, if it comes from PostgreSQL. */
+export function sqlstateOf(error: unknown): string | undefined {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && SQLSTATE.test(code) ? code : undefined;
+}
+
+/** SQLSTATE codes PostgreSQL uses when a transaction lost a race and may simply be run again. */
+const RETRYABLE = new Set(['40001', '40P01']);
+
+/** Whether `error` says that a transaction lost a race (serialization failure, deadlock). */
+export function isRetryable(error: unknown): boolean {
+  return RETRYABLE.has((error as { code?: string } | null)?.code ?? '');
+}
+
+const UNREACHABLE = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENOTFOUND', 'EPIPE', '57P01', '57P02', '57P03']);
+/** What the pg driver says, without a code, when it loses or cannot get a connection. */
+const UNREACHABLE_MESSAGES = /^(Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|Query read timeout)/;
+
+/** Whether `error` says the database cannot be reached (as opposed to refusing a statement). */
+export function isDatabaseUnavailable(error: unknown): boolean {
+  const { code, message } = error as { code?: unknown; message?: unknown };
+  if (typeof code === 'string' && (UNREACHABLE.has(code) || code.startsWith('08'))) return true;
+  return typeof message === 'string' && UNREACHABLE_MESSAGES.test(message);
+}
+
+/** Why the database refused a value of a statement, when that is what `error` says. */
+export type RefusedValue = 'unstorable' | 'too_long' | 'out_of_range';
+
+export function refusedValue(error: unknown): RefusedValue | undefined {
+  const code = (error as { code?: unknown }).code;
+  if (typeof code !== 'string' || code.length !== 5) return undefined;
+  if (code.startsWith('22')) return 'unstorable'; // data exception
+  if (code === '54000') return 'too_long'; // program limit exceeded
+  if (code === '23514') return 'out_of_range'; // check violation
+  return undefined;
+}

@@ -1,0 +1,110 @@
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { after, test } from 'node:test';
+import { createClientDeletion } from '../src/clients/deletion.js';
+import {
+  ADMIN_TOKEN,
+  assertErrorEnvelope,
+  finishedExport,
+  hourlySpend,
+  listOrders,
+  makeOrder,
+  startExportingService,
+  type TestApp,
+  type TestClient,
+} from './helpers.js';
+
+/*
+ * DELETE /admin/v1/clients/{client_id}: every row of the client, in both environments, and its
+ * export files are gone; other clients are untouched.
+ */
+
+const service = await startExportingService();
+after(() => service.close());
+const admin = { authorization: `Bearer ${ADMIN_TOKEN}` };
+
+async function send(client: TestClient, url: string, payload: object, app: TestApp) {
+  const response = await app.inject({ method: 'POST', url, headers: client.headers, payload });
+  assert.ok(response.statusCode < 300, `${url}: ${response.body}`);
+  return response;
+}
+
+/** A client with rows in every table, in both environments, and a finished export whose files are on disk. */
+async function populated(name: string): Promise<{ client: TestClient; exportId: string }> {
+  const client = await service.createClient(name);
+  for (const app of [service.production, service.uat]) {
+    await send(client, '/v2/orders', [makeOrder(`${name}-1`, { alternate_order_ids: [{ type: 'shopify', id: `${name}-gid` }] }), makeOrder(`${name}-2`)], app);
+    await send(client, '/v1/spend_hourly', { data: [hourlySpend('spring'), hourlySpend('winter')] }, app);
+    await send(client, '/v1/spend', { data: [{ ...hourlySpend('spring'), hour_start_iso: undefined, date: '2024-03-08' }] }, app);
+    await send(client, '/v1/touchpoints', { data: [{ touchpoint_id: `${name}-t`, occurred_at: '2024-03-08T08:00:00Z', visitor_id: 'v' }] }, app);
+    await send(client, '/v1/identities', { data: [{ visitor_id: 'v', order_id: `${name}-1` }] }, app);
+  }
+  const created = await send(client, '/v1/exports/data-export', { period_type: 'FIXED', period_options: { period_starting_at: '2024-03-08T00:00:00Z', period_ending_at: '2024-03-09T00:00:00Z' }, metrics: [{ id: 'spend' }] }, service.production);
+  const exportId = created.json().id as string;
+  assert.equal((await finishedExport(service.production, client, exportId)).status, 'SUCCESS');
+  return { client, exportId };
+}
+
+/** Rows of the client in every table that has a client_id column: found from the catalogue, so a table added later is counted too. */
+async function rowsOf(clientId: string): Promise<Record<string, number>> {
+  const tables = await service.db.query<{ table_name: string }>(
+    `SELECT table_name FROM information_schema.columns WHERE column_name = 'client_id' AND table_schema = current_schema() ORDER BY table_name`,
+  );
+  assert.ok(tables.length >= 10, `tables: ${tables.map((table) => table.table_name)}`);
+  const counts: Record<string, number> = {};
+  for (const { table_name } of tables) {
+    const [row] = await service.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${table_name} WHERE client_id = $1`, [clientId]);
+    counts[table_name] = row!.n;
+  }
+  return counts;
+}
+
+const exportFiles = (exportId: string) => fs.readdirSync(path.join(service.exportsDir, exportId));
+
+test('deleting a client removes every row of it in both environments and its export files; other clients are untouched', async () => {
+  const gone = await populated('gone');
+  const kept = await populated('kept');
+  // What a crashed attempt of the deleted client's export left behind.
+  const leftover = path.join(service.exportsDir, '.attempts', `${gone.exportId}-00000000-0000-0000-0000-000000000000`);
+  fs.mkdirSync(leftover, { recursive: true });
+  assert.equal(exportFiles(gone.exportId).length, 1);
+  const keptBefore = { rows: await rowsOf(kept.client.client_id), orders: (await listOrders(service.uat, kept.client, { start_date: '2024-03-01', end_date: '2024-03-31' })).body };
+
+  const response = await service.production.inject({ method: 'DELETE', url: `/admin/v1/clients/${gone.client.client_id}`, headers: admin });
+  assert.equal(response.statusCode, 200, response.body);
+  assert.deepEqual(response.json(), {
+    client_id: gone.client.client_id,
+    deleted: { api_keys: 1, exports: 1, order_aliases: 2, orders: 4, identities: 2, touchpoints: 2, spend_hourly: 4, spend_daily: 2, ad_accounts: 2, clients: 1 },
+  });
+
+  assert.ok(Object.values(await rowsOf(gone.client.client_id)).every((n) => n === 0), JSON.stringify(await rowsOf(gone.client.client_id)));
+  assert.equal(fs.existsSync(path.join(service.exportsDir, gone.exportId)), false);
+  assert.equal(fs.existsSync(leftover), false);
+  assertErrorEnvelope(await service.production.inject({ method: 'GET', url: '/v2/orders?start_date=2024-03-01&end_date=2024-03-31', headers: gone.client.headers }), 401);
+  assertErrorEnvelope(await service.production.inject({ method: 'DELETE', url: `/admin/v1/clients/${gone.client.client_id}`, headers: admin }), 404);
+
+  assert.deepEqual(await rowsOf(kept.client.client_id), keptBefore.rows);
+  assert.equal((await listOrders(service.uat, kept.client, { start_date: '2024-03-01', end_date: '2024-03-31' })).body, keptBefore.orders);
+  assert.equal(exportFiles(kept.exportId).length, 1);
+});
+
+test('rows go in batches of the given size, each its own statement, until none is left', async () => {
+  const { client } = await populated('batched');
+  const statements: string[] = [];
+  const counting = { ...service.db, query: ((text: string, params?: readonly unknown[]) => (statements.push(text), service.db.query(text, params))) as typeof service.db.query };
+  const deleted = await createClientDeletion(counting, { exportsDir: service.exportsDir, batchRows: 3 }).delete(client.client_id);
+  assert.equal(deleted!.orders, 4);
+  // 4 orders at 3 a batch: two batches; 2 touchpoints: one.
+  assert.equal(statements.filter((text) => text.includes('DELETE FROM orders')).length, 2);
+  assert.equal(statements.filter((text) => text.includes('DELETE FROM touchpoints')).length, 1);
+  assert.ok(Object.values(await rowsOf(client.client_id)).every((n) => n === 0));
+});
+
+test('an unknown or malformed client id, and a missing admin token, are refused', async () => {
+  assertErrorEnvelope(await service.production.inject({ method: 'DELETE', url: '/admin/v1/clients/00000000-0000-4000-8000-000000000000', headers: admin }), 404);
+  assertErrorEnvelope(await service.production.inject({ method: 'DELETE', url: '/admin/v1/clients/not-a-uuid', headers: admin }), 400);
+  const { client } = await populated('guarded');
+  assertErrorEnvelope(await service.production.inject({ method: 'DELETE', url: `/admin/v1/clients/${client.client_id}` }), 401);
+  assert.equal((await rowsOf(client.client_id)).orders, 4);
+});
