@@ -12,6 +12,9 @@ import { decide, memoryStore, type CounterStore, type Decision, type Policy } fr
  */
 export type LimitName = 'orderWrites' | 'spendWrites' | 'touchpointWrites' | 'exportCreates' | 'exportReads';
 
+/** The limits of the public collector (POST /v1/collect), which has no credentials to count by. */
+export type CollectLimitName = 'collectAddresses' | 'collectClients';
+
 declare module 'fastify' {
   interface FastifyContextConfig {
     rateLimit?: LimitName;
@@ -26,6 +29,8 @@ export interface RateLimitConfig {
   exportCreatesPerMinute: number;
   exportReadsPerSecond: number;
   authFailuresPerMinute: number;
+  collectRequestsPerMinute: number;
+  collectEventsPerMinute: number;
 }
 
 /** A route group's policy, and whose budget it is: each API key's (writes), or each client's. */
@@ -91,6 +96,11 @@ export function createRateLimits(config: RateLimitConfig, logger?: Logger) {
   const tooMany = (decision: Decision, message: string) =>
     new ApiError(429, message, null, { 'retry-after': String(decision.retryAfterSeconds) }, { retry_after_seconds: decision.retryAfterSeconds });
 
+  const collectLimits: Record<CollectLimitName, Policy | undefined> = {
+    collectAddresses: limited({ name: 'collect-requests', limit: config.collectRequestsPerMinute, windowSeconds: 60, unit: 'requests' }),
+    collectClients: limited({ name: 'collect-events', limit: config.collectEventsPerMinute, windowSeconds: 60, unit: 'events' }),
+  };
+
   return {
     /** A route group's limit, for a request whose body is `bodyBytes` long: counted before validation, as invalid requests cost too. */
     async limitRoute(request: FastifyRequest, reply: FastifyReply, bodyBytes: number) {
@@ -115,6 +125,19 @@ export function createRateLimits(config: RateLimitConfig, logger?: Logger) {
       if (!decision.allowed) {
         throw tooMany(decision, `Rate limit exceeded (${policy.name}): retry after ${decision.retryAfterSeconds} s`);
       }
+    },
+
+    /**
+     * The collector's limits: requests per source address, events per client id as sent (known
+     * or not, so that a refusal says nothing of which ids exist). Without RateLimit headers: how
+     * much of a client's budget others have spent would tell whether its id is in use.
+     */
+    async limitCollect(request: FastifyRequest, name: CollectLimitName, environment: string, client?: { id: string; events: number }) {
+      const policy = collectLimits[name];
+      if (!policy) return;
+      const [subject, events] = client ? [`${environment}:client:${client.id}`, client.events] : [`${environment}:${addressKey(request)}`, 1];
+      const decision = await consume(policy, subject, events);
+      if (decision && !decision.allowed) throw tooMany(decision, `Rate limit exceeded (${policy.name}): retry after ${decision.retryAfterSeconds} s`);
     },
 
     /**

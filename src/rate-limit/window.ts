@@ -4,12 +4,12 @@
  * counters a key, and a store can apply it atomically (see redis.ts).
  */
 
-/** At most `limit` units (requests, or bytes of request body) in any `windowSeconds`. */
+/** At most `limit` units (requests, bytes of request body, or events collected) in any `windowSeconds`. */
 export interface Policy {
   name: string;
   limit: number;
   windowSeconds: number;
-  unit: 'requests' | 'content-bytes';
+  unit: 'requests' | 'content-bytes' | 'events';
 }
 
 /** The units counted in the current fixed window and in the one before it. */
