@@ -9,6 +9,7 @@
  *   npm run bench:hostile
  */
 import { generateOrder, random } from './generate.js';
+import { percentile } from './load.js';
 import { benchEachStore, startServer, type Store } from './server.js';
 
 const MILLION = 1_000_000;
@@ -29,8 +30,6 @@ const ATTACKS = [
   { name: 'aliases: 1M × {}', path: '/v2/orders/aliases', body: `{"aliases":${arrayOf(MILLION, '{}')}}` },
   { name: 'spend: 1M sparse', path: '/v1/spend_hourly', body: `{"data":${arrayOf(MILLION, SPARSE)}}` },
 ];
-
-const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN;
 
 async function benchStore(store: Store): Promise<string[][]> {
   const server = await startServer(store);

@@ -23,8 +23,13 @@ export interface PhaseResult {
   latencies: number[];
 }
 
-/** Sends batches with `send` from CONNECTIONS concurrent callers for `seconds`. */
-export async function runPhase(send: (body: string) => Promise<void>, bodyFor: (sequence: number) => string, seconds: number): Promise<PhaseResult> {
+/** Sends batches with `send` from `connections` concurrent callers for `seconds`. */
+export async function runPhase(
+  send: (body: string) => Promise<void>,
+  bodyFor: (sequence: number) => string,
+  seconds: number,
+  connections = CONNECTIONS,
+): Promise<PhaseResult> {
   let next = 0;
   let bytes = 0;
   const latencies: number[] = [];
@@ -39,7 +44,7 @@ export async function runPhase(send: (body: string) => Promise<void>, bodyFor: (
       bytes += Buffer.byteLength(body);
     }
   };
-  await Promise.all(Array.from({ length: CONNECTIONS }, connection));
+  await Promise.all(Array.from({ length: connections }, connection));
   return { batches: latencies.length, seconds: (performance.now() - started) / 1000, bytes, latencies };
 }
 
@@ -51,3 +56,6 @@ export const orderPoster = (server: RunningServer) => async (body: string) => {
 };
 
 export const ordersPerSecond = (result: PhaseResult) => (result.batches * BATCH_SIZE) / result.seconds;
+
+/** The `p`th percentile of values sorted in ascending order. */
+export const percentile = (sorted: readonly number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN;

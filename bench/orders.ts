@@ -20,7 +20,7 @@ import { createValidatorCompiler } from '../src/http/request-validator.js';
 import { createOrderRepository } from '../src/orders/repository.js';
 import { aliasesOf } from '../src/orders/routes.js';
 import { OrderBatch, type Order } from '../src/orders/schema.js';
-import { BATCH_SIZE, CONNECTIONS, batchesWithIds, orderPoster, ordersPerSecond, runPhase, templates, type PhaseResult } from './load.js';
+import { BATCH_SIZE, CONNECTIONS, batchesWithIds, orderPoster, ordersPerSecond, percentile, runPhase, templates, type PhaseResult } from './load.js';
 import { anotherStore, benchEachStore, startServer, type Store } from './server.js';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 15);
@@ -79,10 +79,6 @@ function validationAlone(): number {
     if (validate(secureJson.parse(batchBody(n), null, { protoAction: 'error', constructorAction: 'error' })) !== true) throw new Error('invalid batch');
   }
   return (rounds * BATCH_SIZE) / ((performance.now() - started) / 1000);
-}
-
-function percentile(sorted: number[], p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN;
 }
 
 function row(store: string, phase: string, result: PhaseResult, rss: number | undefined): string[] {
