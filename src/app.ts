@@ -9,9 +9,14 @@ import type { Logger } from 'pino';
 import { authenticate } from './auth/authenticate.js';
 import type { Environment } from './auth/tenant.js';
 import { createAttributionExplainer } from './attribution/explanation.js';
+import { collectRoutes } from './collect/routes.js';
+import { segmentRoutes } from './collect/segment.js';
 import { attributionRoutes } from './attribution/routes.js';
 import { adminRoutes } from './clients/admin-routes.js';
+import { createClientDeletion } from './clients/deletion.js';
 import { createClientRepository } from './clients/repository.js';
+import { createCustomerErasure } from './customers/erasure.js';
+import { customerRoutes } from './customers/routes.js';
 import type { Config } from './config.js';
 import { isUuid } from './uuid.js';
 import type { Database } from './db/index.js';
@@ -19,12 +24,17 @@ import { createExportJobs } from './exports/jobs.js';
 import { createLinkSigner, signingSecret } from './exports/links.js';
 import { createBreakdownCatalog } from './exports/breakdowns.js';
 import { exportFileRoutes, exportRoutes } from './exports/routes.js';
+import { feedHealthRoutes } from './feeds/health.js';
 import { healthRoutes } from './health.js';
 import { ApiError, registerErrorHandling, sendError } from './http/errors.js';
 import { registerJsonBody, registerQueryCheck } from './http/json-body.js';
+import { registerLingeringClose } from './http/lingering-close.js';
 import { createValidatorCompiler } from './http/request-validator.js';
 import { createOrderRepository } from './orders/repository.js';
 import { LEGACY_UPSERT, orderRoutes, orderUpsertRoute } from './orders/routes.js';
+import { pageRoutes } from './pages/routes.js';
+import { pixelRoutes } from './pixel/routes.js';
+import { reportRoutes } from './reports/routes.js';
 import { createRateLimits, registerRateLimits, type RateLimits } from './rate-limit/limits.js';
 import { daily, hourly } from './spend/collection.js';
 import { createSpendRepository } from './spend/repository.js';
@@ -41,8 +51,6 @@ export interface AppOptions {
   environment: Environment;
   /** Omitted: no logging (tests). */
   logger?: Logger;
-  /** Told when an export is created, so that a worker can start on it at once. */
-  onExportCreated?: () => void;
   /** Shared by the apps of a process; omitted, the app makes its own and closes it with itself. */
   rateLimits?: RateLimits;
 }
@@ -54,7 +62,7 @@ function requestId(request: { headers: Record<string, string | string[] | undefi
 }
 
 /** Builds the API of one environment (production or UAT) on a shared database. */
-export async function buildApp({ config, db, environment, logger, onExportCreated = () => {}, rateLimits }: AppOptions) {
+export async function buildApp({ config, db, environment, logger, rateLimits }: AppOptions) {
   const app = Fastify<RawServerDefault>({
     loggerInstance: logger?.child({ environment }),
     logController: new LogController({ disableRequestLogging: true }),
@@ -74,6 +82,7 @@ export async function buildApp({ config, db, environment, logger, onExportCreate
 
   app.setValidatorCompiler(createValidatorCompiler());
   registerJsonBody(app);
+  registerLingeringClose(app);
   registerQueryCheck(app);
   registerErrorHandling(app);
 
@@ -83,7 +92,8 @@ export async function buildApp({ config, db, environment, logger, onExportCreate
     closing = true;
   });
   // Answers hold clients' data, keys and download links: no cache may keep one, error answers
-  // included. Every answer, public ones too: none is worth caching, and no route can forget it.
+  // included. Every answer, public ones too: no route can forget it (/pixel.js, the one answer
+  // meant to be cached, replaces it).
   app.addHook('onRequest', async (_request, reply) => {
     reply.header('cache-control', 'no-store');
   });
@@ -134,6 +144,8 @@ export async function buildApp({ config, db, environment, logger, onExportCreate
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 
   await app.register(healthRoutes, { db });
+  await app.register(pixelRoutes);
+  await app.register(pageRoutes);
 
   const signer = createLinkSigner(await signingSecret(db, config.exportSigningSecret), config.publicUrl);
   await app.register(exportFileRoutes, { signer, exportsDir: config.exportsDir });
@@ -146,8 +158,17 @@ export async function buildApp({ config, db, environment, logger, onExportCreate
 
   const clients = createClientRepository(db);
   if (environment === 'production' && config.adminToken) {
-    await app.register(adminRoutes, { prefix: '/admin/v1', clients, adminToken: config.adminToken, rateLimits: limits });
+    await app.register(adminRoutes, {
+      prefix: '/admin/v1',
+      clients,
+      deletion: createClientDeletion(db, { exportsDir: config.exportsDir }),
+      adminToken: config.adminToken,
+      rateLimits: limits,
+    });
   }
+
+  // Public: the pixel's events, of the environment of the port they arrive on.
+  await app.register(collectRoutes, { prefix: '/v1/collect', environment, clients, db, rateLimits: limits });
 
   await app.register(async (api) => {
     api.addHook('onRequest', limits.guardAuthentication(authenticate(clients, environment)));
@@ -165,13 +186,16 @@ export async function buildApp({ config, db, environment, logger, onExportCreate
     const touchpoints = createTouchpointRepository(db);
     await api.register(touchpointRoutes, { prefix: '/v1/touchpoints', touchpoints });
     await api.register(identityRoutes, { prefix: '/v1/identities', touchpoints });
+    await api.register(customerRoutes, { prefix: '/v1/customers', erasure: createCustomerErasure(db) });
+    await api.register(segmentRoutes, { prefix: '/v1/events', db, touchpoints });
     await api.register(exportRoutes, {
       prefix: '/v1/exports',
       jobs: createExportJobs(db, { linkTtlSeconds: config.exportLinkTtlSeconds }),
       breakdowns: createBreakdownCatalog(db),
       signer,
-      onCreated: onExportCreated,
     });
+    await api.register(reportRoutes, { prefix: '/v1/reports', db });
+    await api.register(feedHealthRoutes, { prefix: '/v1/health', db });
   });
 
   return app;

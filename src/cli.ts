@@ -2,13 +2,15 @@
 import { Command, InvalidArgumentError } from 'commander';
 import { createClientRepository, type ClientRepository } from './clients/repository.js';
 import { MAX_API_PROCESSES, loadConfig } from './config.js';
+import path from 'node:path';
 import { openDatabase } from './db/index.js';
+import { backupEmbeddedStore, restoreEmbeddedStore } from './db/pglite-backup.js';
 import { migrate } from './db/migrate.js';
-import { serve } from './cluster.js';
-import { startWorker } from './server.js';
 import { isUuid } from './uuid.js';
 import { version } from './version.js';
 import { clientNameProblem } from './clients/schema.js';
+import { importFile } from './importer/index.js';
+import { KINDS, type Kind } from './importer/sources.js';
 
 const print = (value: unknown) => process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
 
@@ -23,6 +25,11 @@ async function withClients<T>(work: (clients: ClientRepository) => Promise<T>): 
   }
 }
 
+const wholeNumber = (min: number, max: number) => (value: string) => {
+  if (!/^\d+$/.test(value) || Number(value) < min || Number(value) > max) throw new InvalidArgumentError(`must be a whole number from ${min} to ${max}`);
+  return Number(value);
+};
+
 const program = new Command('tributary')
   .version(version)
   .description('Tributary: commerce data ingestion and export. Configured by environment variables (see README).');
@@ -30,14 +37,11 @@ const program = new Command('tributary')
 program
   .command('serve')
   .description('start the production and UAT APIs')
-  .option('--workers <n>', 'API processes sharing the ports (default: WEB_CONCURRENCY, or 1)', (value) => {
-    if (!/^\d+$/.test(value) || Number(value) < 1 || Number(value) > MAX_API_PROCESSES) {
-      throw new InvalidArgumentError(`must be a whole number from 1 to ${MAX_API_PROCESSES}`);
-    }
-    return Number(value);
-  })
+  .option('--workers <n>', 'API processes sharing the ports (default: WEB_CONCURRENCY, or 1)', wholeNumber(1, MAX_API_PROCESSES))
   .action(async ({ workers }: { workers?: number }) => {
     const config = loadConfig();
+    // Loaded by the commands that run the server only: the importer's memory stays its own.
+    const { serve } = await import('./cluster.js');
     await serve(config, workers ?? config.apiProcesses);
   });
 
@@ -45,6 +49,7 @@ program
   .command('worker')
   .description('run export jobs only (no HTTP), EXPORT_CONCURRENCY at a time')
   .action(async () => {
+    const { startWorker } = await import('./server.js');
     await startWorker();
   });
 
@@ -58,6 +63,32 @@ program
     } finally {
       await db.close();
     }
+  });
+
+/** The embedded store's directory; PostgreSQL is backed up with its own tools. */
+function embeddedStoreDir(command: string): string {
+  const config = loadConfig();
+  if (config.databaseUrl) {
+    fail(`tributary ${command} is for the embedded store; with PostgreSQL (DATABASE_URL) use pg_dump and pg_restore (README, "Backup and restore")`);
+  }
+  return path.join(config.dataDir, 'pglite');
+}
+
+program
+  .command('backup')
+  .description('copy the embedded store into <file> (a gzipped tarball); the server must be stopped')
+  .argument('<file>', 'where the backup is written (replaced if it exists)')
+  .action(async (file: string) => {
+    print(await backupEmbeddedStore(embeddedStoreDir('backup'), file));
+  });
+
+program
+  .command('restore')
+  .description('make the embedded store the one backed up in <file>; the server must be stopped')
+  .argument('<file>', 'a file written by tributary backup')
+  .option('--replace', 'replace the store DATA_DIR holds (its data is lost)', false)
+  .action(async (file: string, { replace }: { replace: boolean }) => {
+    print(await restoreEmbeddedStore(embeddedStoreDir('restore'), file, { replace }));
   });
 
 const clients = program.command('clients').description('manage clients');
@@ -98,6 +129,28 @@ keys
     requireUuid('--key', key);
     if (!(await withClients((repo) => repo.revokeKey(client, key)))) fail(`client ${client} has no key ${key}`);
     print({ client_id: client, key_id: key, revoked: true });
+  });
+
+program
+  .command('import')
+  .description(`send a file's records to a running API: ${KINDS.join(', ')} (see README: importing files)`)
+  .argument('<kind>', KINDS.join(' | '), (value) => {
+    if (!(KINDS as readonly string[]).includes(value)) throw new InvalidArgumentError(`must be one of ${KINDS.join(', ')}`);
+    return value as Kind;
+  })
+  .argument('<file>', 'NDJSON, a JSON array, or CSV (Shopify orders export; Meta Ads Manager or Google Ads daily campaign report)')
+  .option('--url <url>', 'the API (env TRIBUTARY_URL)', process.env.TRIBUTARY_URL ?? 'http://127.0.0.1:8080')
+  .option('--api-key <key>', 'API key (env TRIBUTARY_API_KEY)', process.env.TRIBUTARY_API_KEY)
+  .option('--client-id <id>', 'client id (env TRIBUTARY_CLIENT_ID)', process.env.TRIBUTARY_CLIENT_ID)
+  .option('--concurrency <n>', 'batches sent at once', wholeNumber(1, 64), 4)
+  .option('--batch-size <n>', "records a request (default and most: the endpoint's limit)", wholeNumber(1, 1000))
+  .option('--reject-file <path>', 'where refused records go, with the reasons (default <file>.rejects.ndjson)')
+  .option('--checkpoint <path>', 'where acknowledged batches are recorded (default <file>.checkpoint.json)')
+  .option('--resume', 'go on from the checkpoint: batches it holds are not sent again', false)
+  .option('--dry-run', 'validate with the UAT test credentials (give --url of the UAT port): nothing is stored', false)
+  .option('--currency <code>', 'currency of an ad report that names none')
+  .action(async (kind: Kind, file: string, options: Parameters<typeof importFile>[2]) => {
+    print(await importFile(kind, file, options));
   });
 
 function requireUuid(option: string, value: string) {

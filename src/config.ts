@@ -29,6 +29,8 @@ export interface Config {
   exportConcurrency: number;
   /** How long a download link works. */
   exportLinkTtlSeconds: number;
+  /** How long an export's files are kept after its links expired; then they are deleted. */
+  exportFileGraceSeconds: number;
   /** How long a claimed export stays its worker's without a renewal: how long a dead worker's export waits. */
   exportLeaseSeconds: number;
   /** Exports of one client (production and UAT together) running at once across every process. */
@@ -43,6 +45,9 @@ export interface Config {
   exportCreatesPerMinute: number;
   exportReadsPerSecond: number;
   authFailuresPerMinute: number;
+  /** POST /v1/collect: requests per source address, events per client id. */
+  collectRequestsPerMinute: number;
+  collectEventsPerMinute: number;
   /**
    * Which proxies' X-Forwarded-For entries are believed, for the source address of per-address
    * limits: none, every one, or those at these addresses or ranges (Fastify's trustProxy).
@@ -87,6 +92,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     exportSigningSecret: secret(env, 'EXPORT_SIGNING_SECRET', 32),
     exportConcurrency,
     exportLinkTtlSeconds: integer(env, 'EXPORT_LINK_TTL_SECONDS', 7 * 24 * 3600, { min: 1 }),
+    exportFileGraceSeconds: integer(env, 'EXPORT_FILE_GRACE_SECONDS', 24 * 3600),
     exportLeaseSeconds: integer(env, 'EXPORT_LEASE_SECONDS', 60, { min: 1 }),
     exportMaxRunningPerClient: integer(env, 'EXPORT_MAX_RUNNING_PER_CLIENT', 2, { min: 1 }),
     redisUrl: env.REDIS_URL || undefined,
@@ -96,6 +102,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     exportCreatesPerMinute: integer(env, 'EXPORT_CREATES_PER_MINUTE', 60),
     exportReadsPerSecond: integer(env, 'EXPORT_READS_PER_SECOND', 100),
     authFailuresPerMinute: integer(env, 'AUTH_FAILURES_PER_MINUTE', 30),
+    collectRequestsPerMinute: integer(env, 'COLLECT_REQUESTS_PER_MINUTE', 1_200),
+    collectEventsPerMinute: integer(env, 'COLLECT_EVENTS_PER_MINUTE', 120_000),
     trustProxy: trustedProxies(env),
     requestTimeoutMs: integer(env, 'REQUEST_TIMEOUT_MS', 60_000, { min: 1 }),
     overloadEventLoopDelayMs: integer(env, 'OVERLOAD_EVENT_LOOP_DELAY_MS', 1_000),

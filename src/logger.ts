@@ -1,7 +1,5 @@
 import pino, { type Logger } from 'pino';
-
-/** SQLSTATE codes: five characters. Errors carrying one come from PostgreSQL. */
-const SQLSTATE = /^[0-9A-Z]{5}$/;
+import { sqlstateOf } from './db/errors.js';
 
 /**
  * PostgreSQL's message and detail may quote the values of a row (an order's e-mail address, say),
@@ -9,8 +7,9 @@ const SQLSTATE = /^[0-9A-Z]{5}$/;
  */
 export function errorForLog(error: unknown): object {
   if (!(error instanceof Error)) return { type: typeof error };
-  const { code, table, constraint, routine } = error as Error & Record<string, unknown>;
-  if (typeof code === 'string' && SQLSTATE.test(code)) {
+  const code = sqlstateOf(error);
+  if (code) {
+    const { table, constraint, routine } = error as Error & Record<string, unknown>;
     return { type: error.name, code, table, constraint, routine, stack: error.stack?.split('\n').slice(1).join('\n') };
   }
   return pino.stdSerializers.err(error);

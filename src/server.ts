@@ -15,6 +15,7 @@ export async function startWorker(config: Config = loadConfig()) {
   const db = await openDatabase(config);
   await migrate(db);
   const exports = startExports({ ...config, exportConcurrency: Math.max(config.exportConcurrency, 1) }, db, logger);
+  await exports.ready;
   closeWithGrace({ delay: SHUTDOWN_GRACE_MS }, async ({ signal, err }) => {
     if (err) logger.error({ err }, 'stopping after an error');
     else logger.info({ signal }, 'stopping');
@@ -39,8 +40,8 @@ export async function startServer(config: Config = loadConfig(), { ignoreSignals
   const exports = startExports(config, db, logger);
   const rateLimits = createRateLimits(config, logger);
   await rateLimits.ready();
-  const production = await buildApp({ config, db, environment: 'production', logger, onExportCreated: exports.wake, rateLimits });
-  const uat = await buildApp({ config, db, environment: 'uat', logger, onExportCreated: exports.wake, rateLimits });
+  const production = await buildApp({ config, db, environment: 'production', logger, rateLimits });
+  const uat = await buildApp({ config, db, environment: 'uat', logger, rateLimits });
 
   let relayedSignal: NodeJS.Signals | undefined;
   const grace = closeWithGrace({ delay: SHUTDOWN_GRACE_MS, skip: ignoreSignals }, async ({ signal, err }) => {

@@ -1,5 +1,4 @@
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -7,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { buildApp } from '../src/app.js';
 import { loadConfig } from '../src/config.js';
 import { openDatabase, type Database } from '../src/db/index.js';
-import { UUID, createChildStore, listOrders, pgliteEnv, tempDir, type ChildStore } from './helpers.js';
+import { UUID, cliError, cliJson, createChildStore, listOrders, pgliteEnv, tempDir, type ChildStore } from './helpers.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const VERSIONS = fs
@@ -15,38 +14,6 @@ const VERSIONS = fs
   .filter((name) => name.endsWith('.sql'))
   .map((name) => name.replace(/\.sql$/, ''))
   .sort();
-
-interface CliResult {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-/** Runs `tributary <args>` from the sources, with `env` as its whole environment. */
-function runCli(env: NodeJS.ProcessEnv, args: string[]): Promise<CliResult> {
-  return new Promise((resolve) => {
-    execFile(process.execPath, ['--import', 'tsx', 'src/cli.ts', ...args], { cwd: ROOT, env }, (error, stdout, stderr) => {
-      resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr });
-    });
-  });
-}
-
-/** Runs a command that must succeed, and returns the JSON it printed. */
-async function cliJson<T = Record<string, unknown>>(env: NodeJS.ProcessEnv, args: string[]): Promise<T> {
-  const result = await runCli(env, args);
-  assert.equal(result.code, 0, `tributary ${args.join(' ')}: ${result.stderr}`);
-  return JSON.parse(result.stdout) as T;
-}
-
-/** Runs a command that must fail, and returns the `error` of the JSON it wrote to stderr. */
-async function cliError(env: NodeJS.ProcessEnv, args: string[]): Promise<string> {
-  const result = await runCli(env, args);
-  assert.notEqual(result.code, 0, `tributary ${args.join(' ')} succeeded: ${result.stdout}`);
-  assert.equal(result.stdout, '');
-  const { error } = JSON.parse(result.stderr) as { error: unknown };
-  assert.equal(typeof error, 'string');
-  return error as string;
-}
 
 describe('CLI on the configured store', () => {
   let store: ChildStore;

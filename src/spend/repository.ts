@@ -71,8 +71,8 @@ export function createSpendRepository(db: Database, collection: SpendCollection)
       FROM jsonb_array_elements($1::jsonb -> 'data') WITH ORDINALITY AS t(r, n))`;
 
   // Sorted by key, so that concurrent requests lock rows in the same order as each other and as
-  // a DELETE; updated_at is read from the clock after the row lock is held, so it never goes
-  // back. The accounts are recorded too (for the export breakdowns), also sorted; PostgreSQL
+  // a DELETE; updated_at never goes back, should a transaction that started earlier write the row
+  // later (and no volatile function stands in SET, which Citus refuses there). The accounts are recorded too (for the export breakdowns), also sorted; PostgreSQL
   // completes that unread CTE after the main query, so every upsert locks in the same order.
   const upsertSql = `WITH ${input},
     accounts AS (
@@ -86,7 +86,7 @@ export function createSpendRepository(db: Database, collection: SpendCollection)
        ORDER BY ${KEY}
       ON CONFLICT (client_id, environment, ${KEY}) DO UPDATE SET
         ${VALUES.split(', ').map((column) => `${column} = excluded.${column}`).join(', ')},
-        updated_at = clock_timestamp()
+        updated_at = greatest(s.updated_at, excluded.updated_at)
       RETURNING s.*)
     SELECT ${recordsJson('u', 'i.n')} FROM upserted u JOIN input i USING (${KEY})`;
 

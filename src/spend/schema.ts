@@ -48,6 +48,7 @@ export const KEY_FIELDS = ['platform_name', 'platform_account_id', 'campaign_id'
 export function spendSchemas(collection: SpendCollection) {
   const time = { [collection.timeField]: collection.timeSchema } as Record<string, TSchema>;
 
+  const example = { [collection.timeField]: collection.timeField === 'date' ? '2024-03-08' : '2024-03-08T09:00:00Z', platform_account_id: 'act_1', campaign_id: 'c-1' };
   const SpendRecord = Type.Object(
     {
       ...time,
@@ -64,7 +65,7 @@ export function spendSchemas(collection: SpendCollection) {
       impressions: Type.Optional(Measure('Impressions.', { default: 0 })),
       clicks: Type.Optional(Measure('Clicks.', { default: 0 })),
     },
-    { additionalProperties: false },
+    { additionalProperties: false, examples: [{ ...example, platform_name: 'meta', campaign_name: 'Spring sale', spend: 12.5, spend_currency: 'USD', impressions: 1200, clicks: 31 }] },
   );
 
   const number = Type.Number({ minimum: 0 });
@@ -87,11 +88,12 @@ export function spendSchemas(collection: SpendCollection) {
   const { platform_name: _matchesEveryPlatform, ...deleteIdentity } = identity;
   const DeleteBody = Type.Object(
     { data: Type.Object({ ...time, ...deleteIdentity }, { additionalProperties: false }) },
-    { additionalProperties: false },
+    { additionalProperties: false, examples: [{ data: { ...example, adset_id: '', ad_id: '' } }] },
   );
 
   const [rangeStart, rangeEnd] = collection.rangeParams;
   const account = Type.String({
+    examples: ['act_1'],
     description: `The ad platform account ("" for records sent without one)${collection.listNeedsAccount ? '' : '; left out, every account of the client'}.`,
   });
   const ListQuery = Type.Object(
