@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, test } from 'node:test';
-import { assertErrorEnvelope, hourlySpend, minimalOrder, postOrders, startService, type TestApp, type TestClient } from './helpers.js';
+import { ADMIN_TOKEN, assertErrorEnvelope, hourlySpend, minimalOrder, postOrders, startService, type TestApp, type TestClient } from './helpers.js';
 
 /* GET /v1/health/feeds: what each feed delivered per day, and when it last did. */
 
@@ -61,4 +61,41 @@ test("a client sees its own feeds, of the port's environment; credentials are re
   assert.notEqual((await health(inUat, service.uat)).json().last_received_at.orders, null);
   assert.equal((await health({ headers: { authorization: 'None', 'data-client-id': 'test' } }, service.uat)).statusCode, 200);
   assertErrorEnvelope(await health({ headers: {} }), 401);
+});
+
+/** The date it is at `instant` in `timeZone`. */
+const localDay = (timeZone: string, instant: Date) => new Intl.DateTimeFormat('en-CA', { timeZone, year: 'numeric', month: '2-digit', day: '2-digit' }).format(instant);
+const dayBefore = (date: string) => new Date(Date.parse(`${date}T00:00:00Z`) - 86_400_000).toISOString().slice(0, 10);
+
+test("a client in Pacific/Kiritimati (UTC+14) gets its own zone and its days, not UTC's", async () => {
+  const client = await feeding();
+  const patched = await app.inject({
+    method: 'PATCH',
+    url: `/admin/v1/clients/${client.client_id}`,
+    headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+    payload: { time_zone: 'Pacific/Kiritimati' },
+  });
+  assert.equal(patched.statusCode, 200, patched.body);
+  // o1 last received at 00:30 yesterday in Kiritimati: 10:30 the day before in UTC.
+  const before = new Date();
+  const yesterday = dayBefore(localDay('Pacific/Kiritimati', before));
+  await service.db.query(`UPDATE orders SET updated_at = $2 WHERE client_id = $1 AND order_id = 'o1'`, [client.client_id, `${yesterday}T00:30:00+14:00`]);
+
+  const response = await health(client);
+  const after = new Date();
+  assert.equal(response.statusCode, 200, response.body);
+  const body = response.json() as { time_zone: string; days: { date: string; orders: number }[] };
+  assert.equal(body.time_zone, 'Pacific/Kiritimati');
+  // The last day is today in Kiritimati (as of the request, which may have crossed its midnight).
+  assert.ok([localDay('Pacific/Kiritimati', before), localDay('Pacific/Kiritimati', after)].includes(body.days.at(-1)!.date), body.days.at(-1)!.date);
+  const orders = (date: string) => body.days.find((day) => day.date === date)?.orders;
+  assert.equal(orders(yesterday), 1);
+  assert.equal(orders(dayBefore(yesterday)), 0, 'not on the UTC day of the write');
+});
+
+test('the document describes time_zone, with an example', async () => {
+  const document = (await app.inject({ method: 'GET', url: '/openapi.json' })).json();
+  const schema = document.paths['/v1/health/feeds'].get.responses['200'].content['application/json'].schema;
+  assert.match(schema.properties.time_zone.description, /time zone/);
+  assert.deepEqual(schema.properties.time_zone.examples, ['America/New_York']);
 });

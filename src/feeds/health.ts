@@ -57,7 +57,10 @@ const Count = (feed: string) => Type.Integer({ description: `${feed} received th
 const LastAt = Type.Union([Type.String({ format: 'date-time' }), Type.Null()]);
 const Health = Type.Object(
   {
-    time_zone: Type.String({ description: "The client's time zone, whose days these are." }),
+    time_zone: Type.String({
+      description: "The client's IANA time zone, whose local days `days` are: the days the reports API's start_date and end_date name.",
+      examples: ['America/New_York'],
+    }),
     days: Type.Array(Type.Object({ date: Type.String({ format: 'date' }), orders: Count('Orders'), spend: Count('Spend records (hourly and daily)'), touchpoints: Count('Touchpoints') }), {
       description: `The last ${FEED_HEALTH_DAYS} days, today included, oldest first. A record sent again counts on the day it was last received.`,
     }),
