@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { chromium, type Browser, type Page } from 'playwright-core';
-import { finishedExport, minimalOrder, parseCsv, startExportingService, type TestApp, type TestClient } from './helpers.js';
+import { ADMIN_TOKEN, finishedExport, minimalOrder, parseCsv, startExportingService, type TestApp, type TestClient } from './helpers.js';
 
 const CHROMIUM = '/usr/bin/chromium';
 const CHROMIUM_ARGS = ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
@@ -72,6 +72,10 @@ describe('the dashboard and the API reference in a real browser', { skip }, () =
   let browser: Browser;
   let page: Page;
   const policyViolations: string[] = [];
+  const watchPolicy = (on: Page) =>
+    on.on('console', (message) => {
+      if (/Content.Security.Policy/i.test(message.text())) policyViolations.push(message.text());
+    });
 
   before(async () => {
     service = await startExportingService();
@@ -85,9 +89,7 @@ describe('the dashboard and the API reference in a real browser', { skip }, () =
     // Download links are signed for the configured public URL: sent to this test's server instead.
     const publicUrl = service.config.publicUrl;
     await page.route(`${publicUrl}/**`, (route) => route.continue({ url: route.request().url().replace(publicUrl, url) }));
-    page.on('console', (message) => {
-      if (/Content.Security.Policy/i.test(message.text())) policyViolations.push(message.text());
-    });
+    watchPolicy(page);
   });
 
   after(async () => {
@@ -96,8 +98,13 @@ describe('the dashboard and the API reference in a real browser', { skip }, () =
   });
 
   /** Waits for the last load the page started (a change of option starts one at once) to be drawn. */
-  const loaded = () => page.locator('#dashboard[aria-busy="false"]').waitFor({ state: 'attached' });
-  const shot = (name: string) => page.screenshot({ path: path.join(SCREENSHOTS, `${name}.png`), fullPage: true });
+  const loaded = (on = page) => on.locator('#dashboard[aria-busy="false"]').waitFor({ state: 'attached' });
+  const shot = (name: string, on = page) => on.screenshot({ path: path.join(SCREENSHOTS, `${name}.png`), fullPage: true });
+  /** The period line: its text, and the dates it names as its <time> elements give them. */
+  const periodShown = async (on = page) => ({
+    text: await on.locator('#period-shown').innerText(),
+    dates: await on.$$eval('#period-shown time', (times) => times.map((time) => time.getAttribute('datetime'))),
+  });
   const report = async (query: Record<string, string>) => {
     const response = await service.production.inject({ method: 'GET', url: `/v1/reports/performance?${new URLSearchParams(query)}`, headers: client.headers });
     assert.equal(response.statusCode, 200, response.body);
@@ -223,7 +230,9 @@ describe('the dashboard and the API reference in a real browser', { skip }, () =
     await page.getByLabel('From', { exact: true }).fill(dayBefore(8));
     await page.getByLabel('To', { exact: true }).fill(dayBefore(2));
     await loaded();
-    assert.match(await page.locator('#period-shown').innerText(), new RegExp(`^${dayBefore(8)} to ${dayBefore(2)}`));
+    const shown = await periodShown();
+    assert.deepEqual(shown.dates, [dayBefore(8), dayBefore(2)]);
+    assert.match(shown.text, /\(UTC\)$/);
     await page.emulateMedia({ colorScheme: 'dark' });
     await page.setViewportSize({ width: 390, height: 844 });
     await page.waitForTimeout(300);
@@ -233,6 +242,50 @@ describe('the dashboard and the API reference in a real browser', { skip }, () =
     await page.setViewportSize({ width: 1280, height: 900 });
     await shot('5-laptop-dark');
     await page.emulateMedia({ colorScheme: 'light' });
+  });
+
+  test("dates are the client's: a browser in Tokyo asks for a New York client's days, and says so", async () => {
+    const newYork = await service.createClient('New York');
+    const patched = await service.production.inject({
+      method: 'PATCH',
+      url: `/admin/v1/clients/${newYork.client_id}`,
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+      payload: { time_zone: 'America/New_York' },
+    });
+    assert.equal(patched.statusCode, 200, patched.body);
+    const context = await browser.newContext({ timezoneId: 'Asia/Tokyo', locale: 'en-GB', viewport: { width: 1280, height: 900 } });
+    try {
+      const tokyo = await context.newPage();
+      watchPolicy(tokyo);
+      // Noon on 1 December in Tokyo, 22:00 on 30 November in New York. Tokyo's last 30 days
+      // would be 1 to 30 November; New York's are 31 October to 29 November.
+      await tokyo.clock.setFixedTime(new Date('2026-12-01T03:00:00Z'));
+      const asked: { start_date: string | null; end_date: string | null }[] = [];
+      tokyo.on('request', (request) => {
+        const { pathname, searchParams } = new URL(request.url());
+        if (pathname === '/v1/reports/performance') asked.push({ start_date: searchParams.get('start_date'), end_date: searchParams.get('end_date') });
+      });
+      await tokyo.goto(`${url}/`);
+      await tokyo.getByLabel('Client ID').fill(newYork.client_id);
+      await tokyo.getByLabel('API key').fill(newYork.api_key);
+      await tokyo.getByRole('button', { name: 'Sign in' }).click();
+      await loaded(tokyo);
+      assert.ok(asked.length >= 2, 'the chart and the table');
+      assert.deepEqual(new Set(asked.map((query) => JSON.stringify(query))), new Set([JSON.stringify({ start_date: '2026-10-31', end_date: '2026-11-29' })]));
+      assert.deepEqual(await periodShown(tokyo), { text: '31 Oct – 29 Nov 2026 (America/New_York)', dates: ['2026-10-31', '2026-11-29'] });
+      assert.match(await tokyo.locator('#feeds caption').innerText(), /last 30 days in America\/New_York/);
+      await shot('6a-tokyo-browser-new-york-client', tokyo);
+
+      // Another load: another period, one for all of its requests.
+      asked.length = 0;
+      await tokyo.getByLabel('Period').selectOption('7');
+      await loaded(tokyo);
+      assert.ok(asked.length >= 2);
+      assert.deepEqual(new Set(asked.map((query) => JSON.stringify(query))), new Set([JSON.stringify({ start_date: '2026-11-23', end_date: '2026-11-29' })]));
+      assert.deepEqual((await periodShown(tokyo)).dates, ['2026-11-23', '2026-11-29']);
+    } finally {
+      await context.close();
+    }
   });
 
   test('a wrong key shows the API error with its request id', async () => {

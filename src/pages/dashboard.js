@@ -57,23 +57,44 @@ function showError(error) {
 }
 
 // Dates ------------------------------------------------------------------------------------
+// A report's days are local days of the client's time zone (the feeds answer names it), not of
+// the browser's: "yesterday" in Tokyo is not yesterday in New York.
 
-const isoDay = (date) => `${date.getFullYear()}-${String(date.getMonth() + 1).padStart(2, '0')}-${String(date.getDate()).padStart(2, '0')}`;
-const daysAgo = (days) => {
-  const date = new Date();
-  date.setDate(date.getDate() - days);
-  return isoDay(date);
-};
+const DAY_MS = 86_400_000;
+/** Calendar arithmetic on plain dates, done in UTC where no day is 23 or 25 hours long. */
+const addDays = (date, days) => new Date(Date.parse(`${date}T00:00:00Z`) + days * DAY_MS).toISOString().slice(0, 10);
 
-/** The period picked: the last N days end yesterday, as exports' LAST_N_DAYS do; a custom one is as entered. */
-function period() {
+/** The date it is at `now` in `timeZone`, as YYYY-MM-DD. */
+function localToday(timeZone, now) {
+  const parts = new Intl.DateTimeFormat('en-US', { timeZone, year: 'numeric', month: '2-digit', day: '2-digit' }).formatToParts(now);
+  const part = (type) => parts.find((candidate) => candidate.type === type).value;
+  return `${part('year')}-${part('month')}-${part('day')}`;
+}
+
+/** The period picked, in the client's days: the last N days end yesterday, as exports' LAST_N_DAYS do; a custom one is as entered. */
+function pickedPeriod(timeZone, now) {
   const choice = $('period').value;
-  if (choice === 'custom') return { start_date: $('from').value, end_date: $('to').value };
-  return { start_date: daysAgo(Number(choice)), end_date: daysAgo(1) };
+  if (choice === 'custom') return { start_date: $('from').value, end_date: $('to').value, timeZone };
+  const today = localToday(timeZone, now);
+  return { start_date: addDays(today, -Number(choice)), end_date: addDays(today, -1), timeZone };
+}
+
+/** The period of the last load, fixed when it started: every request of the page asks these days. */
+let shown = null;
+
+/** "31 Oct – 29 Nov 2026 (America/New_York)" in the reader's language, each date also as a <time>. */
+function describePeriod({ start_date, end_date, timeZone }) {
+  const sameYear = start_date.slice(0, 4) === end_date.slice(0, 4);
+  const day = (date, withYear) =>
+    el('time', {
+      datetime: date,
+      text: new Intl.DateTimeFormat(undefined, { timeZone: 'UTC', day: 'numeric', month: 'short', ...(withYear ? { year: 'numeric' } : {}) }).format(Date.parse(`${date}T00:00:00Z`)),
+    });
+  return [day(start_date, !sameYear), ' – ', day(end_date, true), ` (${timeZone})`];
 }
 
 function options() {
-  return { ...period(), model: $('model').value, window: $('window').value, mode: $('mode').value };
+  return { start_date: shown.start_date, end_date: shown.end_date, model: $('model').value, window: $('window').value, mode: $('mode').value };
 }
 
 const report = (query) => api(`/v1/reports/performance?${new URLSearchParams(query)}`);
@@ -163,10 +184,12 @@ let sort = { key: 'spend', descending: true };
 const rowKey = (row, depth) => LEVELS.slice(0, depth + 1).map((level) => row[level.id] ?? '').join('\u0000');
 
 async function rowsOf(depth) {
-  if (!tableRows[depth]) {
+  // This load's rows: an answer to an earlier load, come late, lands in that load's, not in the one shown.
+  const rows = tableRows;
+  if (!rows[depth]) {
     const answer = await report({ ...options(), level: LEVELS[depth].level, granularity: 'PERIOD', metrics: TABLE_METRICS.join(',') });
-    tableRows[depth] = answer.rows;
-    if (depth === 0) {
+    rows[depth] = answer.rows;
+    if (depth === 0 && rows === tableRows) {
       totals = answer.totals;
       currency = answer.currency;
     }
@@ -302,13 +325,16 @@ const FEEDS = [
 ];
 
 function renderFeeds(health) {
-  const when = (at) => (at ? new Date(at).toLocaleString() : 'never');
+  const { time_zone: timeZone } = health;
+  const when = (at) =>
+    at ? new Date(at).toLocaleString(undefined, { timeZone, year: 'numeric', month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit', timeZoneName: 'short' }) : 'never';
   const stale = (at) => !at || Date.now() - Date.parse(at) > 2 * 86_400_000;
   $('last-received').replaceChildren(
     ...FEEDS.map(([feed, label]) =>
       el('div', {}, el('dt', { text: `${label}: last received` }), el('dd', { class: stale(health.last_received_at[feed]) ? 'stale' : '', text: when(health.last_received_at[feed]) })),
     ),
   );
+  $('feeds-zone').textContent = timeZone;
   $('feeds-empty').hidden = FEEDS.some(([feed]) => health.last_received_at[feed]);
   document.querySelector('#feeds tbody').replaceChildren(
     ...[...health.days].reverse().map((day) =>
@@ -323,23 +349,22 @@ let loading = 0;
 
 async function load() {
   const mine = ++loading;
-  const { start_date, end_date } = period();
-  if (!start_date || !end_date) return;
+  if ($('period').value === 'custom' && !($('from').value && $('to').value)) return;
   $('dashboard').setAttribute('aria-busy', 'true');
-  $('period-shown').textContent = `${start_date} to ${end_date}, in the client's time zone`;
-  tableRows = {};
   $('download-status').textContent = '';
   try {
-    const [chart, , health] = await Promise.all([
-      report({ ...options(), level: 'total', granularity: 'DAILY', metrics: 'spend,rev,mer' }),
-      rowsOf(0),
-      api('/v1/health/feeds'),
-    ]);
+    // The feeds answer names the client's time zone, whose days the period is: it comes first.
+    const health = await api('/v1/health/feeds');
+    if (mine !== loading) return;
+    shown = pickedPeriod(health.time_zone, new Date());
+    tableRows = {};
+    $('period-shown').replaceChildren(...describePeriod(shown));
+    const [chart] = await Promise.all([report({ ...options(), level: 'total', granularity: 'DAILY', metrics: 'spend,rev,mer' }), rowsOf(0)]);
     const openDepths = new Set([...expanded].map((key) => key.split('\u0000').length));
     await Promise.all([...openDepths].map(rowsOf));
     if (mine !== loading) return;
     showError(null);
-    drawChart(everyDay(chart.rows, period()));
+    drawChart(everyDay(chart.rows, shown));
     renderTable();
     renderFeeds(health);
   } catch (error) {
@@ -398,9 +423,10 @@ $('period').addEventListener('change', () => {
   const custom = $('period').value === 'custom';
   $('from-field').hidden = !custom;
   $('to-field').hidden = !custom;
-  if (custom && !$('from').value) {
-    $('from').value = daysAgo(30);
-    $('to').value = daysAgo(1);
+  // A custom period starts as the one shown, in the client's days.
+  if (custom && !$('from').value && shown) {
+    $('from').value = shown.start_date;
+    $('to').value = shown.end_date;
   }
   load();
 });
