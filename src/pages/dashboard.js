@@ -348,8 +348,9 @@ function renderFeeds(health) {
 let loading = 0;
 
 async function load() {
-  const mine = ++loading;
+  // An incomplete custom period asks nothing: a load under way finishes and says what it shows.
   if ($('period').value === 'custom' && !($('from').value && $('to').value)) return;
+  const mine = ++loading;
   $('dashboard').setAttribute('aria-busy', 'true');
   $('download-status').textContent = '';
   try {
