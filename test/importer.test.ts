@@ -5,11 +5,11 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { Tributary } from '../src/client/index.js';
-import { importFile, type ImportCommandOptions } from '../src/importer/index.js';
+import { dryRunUrl, importFile, type ImportCommandOptions } from '../src/importer/index.js';
 import type { Checkpoint } from '../src/importer/run.js';
 import { jsonArrayItems } from '../src/importer/read.js';
 import { emailHash } from '../src/importer/shopify.js';
-import { minimalOrder, startService, tempDir, type TestClient } from './helpers.js';
+import { cliError, minimalOrder, runCli, startService, tempDir, type TestClient } from './helpers.js';
 
 const service = await startService();
 const url = await service.production.listen({ port: 0, host: '127.0.0.1' });
@@ -42,6 +42,7 @@ before(async () => {
   options = { url, apiKey: shop.api_key, clientId: shop.client_id, concurrency: 4, resume: false, dryRun: false };
 });
 
+const pick = (object: Record<string, unknown>, ...keys: string[]) => Object.fromEntries(keys.map((key) => [key, object[key]]));
 const allOrders = async (start: string, end: string) => (await trb.orders.list({ start_date: start, end_date: end })).data;
 
 describe('orders', () => {
@@ -197,15 +198,47 @@ describe('touchpoints', () => {
   });
 });
 
-test('--dry-run validates with the UAT test credentials: answers and rejects, nothing stored, no checkpoint', async () => {
-  const other = await service.createClient();
-  const file = fixture('shopify-orders.csv');
-  const summary = await importFile('orders', file, { ...options, url: uatUrl, apiKey: undefined, clientId: undefined, dryRun: true });
-  assert.deepEqual([summary.sent, summary.rejected], [4, 1]);
-  assert.equal(rejectsOf(file).length, 1);
-  assert.ok(!fs.existsSync(`${file}.checkpoint.json`));
-  const otherClient = new Tributary({ url, apiKey: other.api_key, clientId: other.client_id });
-  assert.equal((await otherClient.orders.list({ start_date: '2024-03-01', end_date: '2024-03-31' })).total_count, 0);
+describe('--dry-run', () => {
+  test('validates on the UAT API given, with its test credentials: answers and rejects, nothing stored, no checkpoint', async () => {
+    const other = await service.createClient();
+    const file = fixture('shopify-orders.csv');
+    const summary = await importFile('orders', file, { ...options, uatUrl, apiKey: undefined, clientId: undefined, dryRun: true });
+    assert.deepEqual([summary.sent, summary.rejected], [4, 1]);
+    assert.equal(rejectsOf(file).length, 1);
+    assert.ok(!fs.existsSync(`${file}.checkpoint.json`));
+    const otherClient = new Tributary({ url, apiKey: other.api_key, clientId: other.client_id });
+    assert.equal((await otherClient.orders.list({ start_date: '2024-03-01', end_date: '2024-03-31' })).total_count, 0);
+  });
+
+  test('the CLI says where it sends first: --uat-url (or TRIBUTARY_UAT_URL) for a dry run, --url otherwise', async () => {
+    const file = fixture('orders.ndjson');
+    const env = { ...process.env, TRIBUTARY_API_KEY: shop.api_key, TRIBUTARY_CLIENT_ID: shop.client_id };
+    const dry = await runCli(env, ['import', 'orders', file, '--url', url, '--uat-url', uatUrl, '--dry-run']);
+    assert.equal(dry.code, 0, dry.stderr);
+    assert.equal(dry.stderr.split('\n')[0], `Importing ${file} into ${uatUrl} as a dry run: validated with the UAT test credentials, nothing stored`);
+    assert.deepEqual(pick(JSON.parse(dry.stdout), 'sent', 'rejected'), { sent: 3, rejected: 1 });
+
+    const fromEnv = await runCli({ ...env, TRIBUTARY_UAT_URL: uatUrl }, ['import', 'orders', file, '--url', url, '--dry-run']);
+    assert.equal(fromEnv.code, 0, fromEnv.stderr);
+    assert.match(fromEnv.stderr, new RegExp(`^Importing \\S+ into ${uatUrl} as a dry run`));
+
+    const stored = await runCli(env, ['import', 'orders', file, '--url', url, '--uat-url', uatUrl]);
+    assert.equal(stored.code, 0, stored.stderr);
+    assert.equal(stored.stderr.split('\n')[0], `Importing ${file} into ${url}`);
+  });
+
+  test('refused, saying what to give, when the URL says nothing of where UAT is', async () => {
+    const error = await cliError({ ...process.env, TRIBUTARY_UAT_URL: '' }, ['import', 'orders', fixture('orders.ndjson'), '--url', url, '--dry-run']);
+    assert.match(error, /--dry-run sends to the UAT API .* on neither default port \(8080 production, 8081 UAT\): give the UAT API's URL with --uat-url \(or TRIBUTARY_UAT_URL\)/);
+  });
+
+  test('the UAT API found from --url: as it is on the default UAT port, on that port when on the default production port', () => {
+    assert.equal(dryRunUrl('http://127.0.0.1:8081', undefined), 'http://127.0.0.1:8081');
+    assert.equal(dryRunUrl('http://127.0.0.1:8080', undefined), 'http://127.0.0.1:8081');
+    assert.equal(dryRunUrl('https://tributary.internal:8080/api', undefined), 'https://tributary.internal:8081/api');
+    assert.equal(dryRunUrl('http://127.0.0.1:8080', 'https://uat.example'), 'https://uat.example');
+    assert.throws(() => dryRunUrl('https://tributary.example', undefined), /give the UAT API's URL with --uat-url/);
+  });
 });
 
 test('wrong credentials stop the import with the API\'s 401; an unknown kind is refused by the CLI', async () => {
