@@ -116,6 +116,29 @@ describe('orders', () => {
   });
 });
 
+test('a UTF-8 byte order mark (as Windows tools write) is no part of the first record: NDJSON, JSON arrays, CSV of API fields, Shopify', async () => {
+  const withMark = (name: string) => {
+    const file = fixture(name);
+    fs.writeFileSync(file, `\uFEFF${fs.readFileSync(file, 'utf8')}`);
+    return file;
+  };
+  // A client of its own: these fixtures' records are the other tests' too.
+  const fresh = await service.createClient();
+  const results = [];
+  for (const [kind, name] of [['orders', 'orders.ndjson'], ['orders', 'orders.json'], ['orders', 'shopify-orders.csv'], ['spend', 'spend-hourly.csv'], ['touchpoints', 'touchpoints.csv']] as const) {
+    const file = withMark(name);
+    const summary = await importFile(kind, file, { ...options, apiKey: fresh.api_key, clientId: fresh.client_id });
+    results.push([name, summary.format, summary.sent, summary.rejected, rejectsOf(file).map((reject) => reject.line)]);
+  }
+  assert.deepEqual(results, [
+    ['orders.ndjson', 'ndjson', 3, 1, [3]],
+    ['orders.json', 'json-array', 2, 1, [76]],
+    ['shopify-orders.csv', 'shopify', 4, 1, [8]],
+    ['spend-hourly.csv', 'csv', 3, 1, [5]],
+    ['touchpoints.csv', 'csv', 3, 1, [5]],
+  ]);
+});
+
 test('a JSON array is cut into its items whatever the chunks: brackets, quotes and escapes inside strings, multi-byte characters', async () => {
   const items = [{ a: 'x]}{["\\"', b: [1, { c: 'é😀' }] }, { d: '\n' }, {}];
   const file = path.join(work, 'tricky.json');
