@@ -143,6 +143,26 @@ describe('retries', () => {
     assert.equal(once.seen.length, 1);
   });
 
+  test('a connection dropped while the body arrives: an upsert is sent again, an export creation is not', async (t) => {
+    const cut = (_request: http.IncomingMessage, response: http.ServerResponse) => {
+      response.writeHead(200, { 'content-type': 'application/json', 'content-length': '1000' });
+      response.write('{"message":"Upserted', () => response.socket!.destroy());
+    };
+    const fake = await fakeServer([cut, upserted]);
+    t.after(fake.close);
+    assert.equal((await fakeClient(fake.url).orders.upsert([order('1')])).inserted, 1);
+    assert.equal(fake.seen.length, 2);
+    assert.equal(fake.seen[0]!.requestId, fake.seen[1]!.requestId);
+
+    const once = await fakeServer([cut, json(201, { id: 'x' })]);
+    t.after(once.close);
+    const error = await fakeClient(once.url).exports.create({ metrics: [{ id: 'spend' }] }).catch((caught: unknown) => caught);
+    assert.ok(error instanceof TributaryError);
+    assert.equal(error.status, 0);
+    assert.match(error.message, /^POST \/v1\/exports\/data-export failed/);
+    assert.equal(once.seen.length, 1);
+  });
+
   test('gives up after its retries with the last answer', async (t) => {
     const fake = await fakeServer([json(503, { message: 'down', errors: null, request_id: 'r-503' })]);
     t.after(fake.close);
