@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 import { Command, InvalidArgumentError } from 'commander';
 import { createClientRepository, type ClientRepository } from './clients/repository.js';
-import { MAX_API_PROCESSES, loadConfig } from './config.js';
+import { DEFAULT_PORT, DEFAULT_UAT_PORT, MAX_API_PROCESSES, loadConfig } from './config.js';
 import path from 'node:path';
 import { openDatabase } from './db/index.js';
 import { backupEmbeddedStore, restoreEmbeddedStore } from './db/pglite-backup.js';
@@ -140,6 +140,7 @@ program
   })
   .argument('<file>', 'NDJSON, a JSON array, or CSV (Shopify orders export; Meta Ads Manager or Google Ads daily campaign report)')
   .option('--url <url>', 'the API (env TRIBUTARY_URL)', process.env.TRIBUTARY_URL ?? 'http://127.0.0.1:8080')
+  .option('--uat-url <url>', `the UAT API, for --dry-run (env TRIBUTARY_UAT_URL; default: --url on port ${DEFAULT_UAT_PORT} when it is on ${DEFAULT_PORT} or ${DEFAULT_UAT_PORT})`, process.env.TRIBUTARY_UAT_URL)
   .option('--api-key <key>', 'API key (env TRIBUTARY_API_KEY)', process.env.TRIBUTARY_API_KEY)
   .option('--client-id <id>', 'client id (env TRIBUTARY_CLIENT_ID)', process.env.TRIBUTARY_CLIENT_ID)
   .option('--concurrency <n>', 'batches sent at once', wholeNumber(1, 64), 4)
@@ -147,7 +148,7 @@ program
   .option('--reject-file <path>', 'where refused records go, with the reasons (default <file>.rejects.ndjson)')
   .option('--checkpoint <path>', 'where acknowledged batches are recorded (default <file>.checkpoint.json)')
   .option('--resume', 'go on from the checkpoint: batches it holds are not sent again', false)
-  .option('--dry-run', 'validate with the UAT test credentials (give --url of the UAT port): nothing is stored', false)
+  .option('--dry-run', 'validate with the UAT test credentials, on the UAT API (see --uat-url): nothing is stored', false)
   .option('--currency <code>', 'currency of an ad report that names none')
   .action(async (kind: Kind, file: string, options: Parameters<typeof importFile>[2]) => {
     print(await importFile(kind, file, options));

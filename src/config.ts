@@ -66,6 +66,10 @@ export class ConfigError extends Error {}
 /** The most API processes `tributary serve` runs (WEB_CONCURRENCY, --workers). */
 export const MAX_API_PROCESSES = 1024;
 
+/** The ports of the production and UAT APIs when PORT and UAT_PORT are unset. */
+export const DEFAULT_PORT = 8080;
+export const DEFAULT_UAT_PORT = 8081;
+
 const MIB = 1024 * 1024;
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
@@ -74,11 +78,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const databasePoolSize = integer(env, 'DATABASE_POOL_SIZE', 10, { min: 2 });
   const exportConcurrency = integer(env, 'EXPORT_CONCURRENCY', 1, { max: databasePoolSize - 1 });
   const host = env.HOST || '127.0.0.1';
-  const port = integer(env, 'PORT', 8080, { max: 65535 });
+  const port = integer(env, 'PORT', DEFAULT_PORT, { max: 65535 });
   return {
     host,
     port,
-    uatPort: integer(env, 'UAT_PORT', 8081, { max: 65535 }),
+    uatPort: integer(env, 'UAT_PORT', DEFAULT_UAT_PORT, { max: 65535 }),
     apiProcesses: integer(env, 'WEB_CONCURRENCY', 1, { min: 1, max: MAX_API_PROCESSES }),
     databaseUrl: env.DATABASE_URL || undefined,
     databasePoolSize,

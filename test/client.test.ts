@@ -4,7 +4,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { Tributary, TributaryError, type Order } from '../src/client/index.js';
+import { Tributary, TributaryError, type FeedHealth, type Order, type PerformanceReport } from '../src/client/index.js';
 import { hourlySpend, minimalOrder, startExportingService, type TestClient } from './helpers.js';
 
 const service = await startExportingService();
@@ -86,6 +86,30 @@ describe('against the running app', () => {
     assert.ok((await trb.exports.attributionModels()).attribution_models.length > 0);
   });
 
+  test('reports, feed health and customer erasure', async () => {
+    const fresh = clientOf(await service.createClient());
+    await fresh.spend.hourly.upsert([hourlySpend('r-1'), hourlySpend('r-2')] as never);
+    await fresh.orders.upsert([order('r-1', { customer_id: 'erased', customer_email: 'erased@example.com' })]);
+
+    const report: PerformanceReport = await fresh.reports.performance({ start_date: '2024-03-08', end_date: '2024-03-08', metrics: 'spend', level: 'campaign' });
+    assert.deepEqual(report.rows.map((row) => [row.campaign_id, row.spend]), [['r-1', 12.5], ['r-2', 12.5]]);
+    assert.deepEqual([report.totals.spend, report.currency], [25, 'USD']);
+    const refused = await fresh.reports.performance({ start_date: '2024-01-01', end_date: '2024-12-31', metrics: 'spend' }).catch((caught: unknown) => caught);
+    assert.ok(refused instanceof TributaryError);
+    assert.deepEqual([refused.status, refused.errors![0]!.loc], [422, 'query/end_date']);
+
+    const health: FeedHealth = await fresh.health.feeds();
+    assert.equal(health.days.length, 30);
+    const received = (feed: 'orders' | 'spend' | 'touchpoints') => health.days.reduce((sum, day) => sum + day[feed], 0);
+    assert.deepEqual([received('orders'), received('spend'), received('touchpoints')], [1, 2, 0]);
+    assert.equal(health.last_received_at.touchpoints, null);
+
+    const erased = await fresh.customers.erase({ customer_ids: ['erased'] });
+    assert.deepEqual([erased.customers, erased.orders], [1, 1]);
+    const [stored] = (await fresh.orders.list({ start_date: '2024-03-08', end_date: '2024-03-08' })).data;
+    assert.deepEqual([stored!.customer_id, stored!.customer_email], ['erased', undefined]);
+  });
+
   test('a wrong key is one TributaryError with the envelope', async () => {
     const wrong = new Tributary({ url: address, apiKey: 'trb_wrong', clientId: shop.client_id });
     const error = await wrong.orders.list({ start_date: '2024-03-08', end_date: '2024-03-08' }).catch((caught: unknown) => caught);
@@ -140,6 +164,26 @@ describe('retries', () => {
     const error = await fakeClient(once.url).exports.create({ metrics: [{ id: 'spend' }] }).catch((caught: unknown) => caught);
     assert.ok(error instanceof TributaryError);
     assert.equal(error.status, 0);
+    assert.equal(once.seen.length, 1);
+  });
+
+  test('a connection dropped while the body arrives: an upsert is sent again, an export creation is not', async (t) => {
+    const cut = (_request: http.IncomingMessage, response: http.ServerResponse) => {
+      response.writeHead(200, { 'content-type': 'application/json', 'content-length': '1000' });
+      response.write('{"message":"Upserted', () => response.socket!.destroy());
+    };
+    const fake = await fakeServer([cut, upserted]);
+    t.after(fake.close);
+    assert.equal((await fakeClient(fake.url).orders.upsert([order('1')])).inserted, 1);
+    assert.equal(fake.seen.length, 2);
+    assert.equal(fake.seen[0]!.requestId, fake.seen[1]!.requestId);
+
+    const once = await fakeServer([cut, json(201, { id: 'x' })]);
+    t.after(once.close);
+    const error = await fakeClient(once.url).exports.create({ metrics: [{ id: 'spend' }] }).catch((caught: unknown) => caught);
+    assert.ok(error instanceof TributaryError);
+    assert.equal(error.status, 0);
+    assert.match(error.message, /^POST \/v1\/exports\/data-export failed/);
     assert.equal(once.seen.length, 1);
   });
 

@@ -2,14 +2,16 @@ import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import { once } from 'node:events';
 import fs from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { Tributary } from '../src/client/index.js';
-import { importFile, type ImportCommandOptions } from '../src/importer/index.js';
-import type { Checkpoint } from '../src/importer/run.js';
+import { dryRunUrl, importFile, type ImportCommandOptions } from '../src/importer/index.js';
+import type { Checkpoint, Summary } from '../src/importer/run.js';
 import { jsonArrayItems } from '../src/importer/read.js';
 import { emailHash } from '../src/importer/shopify.js';
-import { minimalOrder, startService, tempDir, type TestClient } from './helpers.js';
+import { cliError, hourlySpend, minimalOrder, runCli, startService, tempDir, type TestClient } from './helpers.js';
 
 const service = await startService();
 const url = await service.production.listen({ port: 0, host: '127.0.0.1' });
@@ -42,6 +44,27 @@ before(async () => {
   options = { url, apiKey: shop.api_key, clientId: shop.client_id, concurrency: 4, resume: false, dryRun: false };
 });
 
+/** The app behind a proxy that answers late each request whose body holds `marker`: a batch slow to be acknowledged. */
+async function slowProxy(target: string, marker: string) {
+  const proxy = { url: '', delayed: 0, close: () => new Promise<void>((resolve) => server.close(() => resolve())) };
+  const server = http.createServer(async (request, response) => {
+    const chunks: Buffer[] = [];
+    for await (const chunk of request) chunks.push(chunk as Buffer);
+    const body = Buffer.concat(chunks);
+    if (body.includes(marker)) {
+      proxy.delayed++;
+      await new Promise((resolve) => setTimeout(resolve, 500));
+    }
+    const headers = Object.fromEntries(['authorization', 'data-client-id', 'content-type', 'x-request-id'].flatMap((name) => (request.headers[name] ? [[name, String(request.headers[name])]] : [])));
+    const answer = await fetch(`${target}${request.url}`, { method: request.method, headers, body: body.length > 0 ? body : undefined });
+    response.writeHead(answer.status, { 'content-type': answer.headers.get('content-type') ?? 'application/json' }).end(Buffer.from(await answer.arrayBuffer()));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  proxy.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  return proxy;
+}
+
+const pick = <T extends object>(object: T, ...keys: (keyof T)[]) => Object.fromEntries(keys.map((key) => [key, object[key]]));
 const allOrders = async (start: string, end: string) => (await trb.orders.list({ start_date: start, end_date: end })).data;
 
 describe('orders', () => {
@@ -113,6 +136,29 @@ describe('orders', () => {
     for (const id of ['n-1', 'n-2', 'n-4', 'a-1', 'a-2']) assert.ok(stored.includes(id), id);
     assert.ok(!stored.includes('n-3') && !stored.includes('a-3'));
   });
+});
+
+test('a UTF-8 byte order mark (as Windows tools write) is no part of the first record: NDJSON, JSON arrays, CSV of API fields, Shopify', async () => {
+  const withMark = (name: string) => {
+    const file = fixture(name);
+    fs.writeFileSync(file, `\uFEFF${fs.readFileSync(file, 'utf8')}`);
+    return file;
+  };
+  // A client of its own: these fixtures' records are the other tests' too.
+  const fresh = await service.createClient();
+  const results = [];
+  for (const [kind, name] of [['orders', 'orders.ndjson'], ['orders', 'orders.json'], ['orders', 'shopify-orders.csv'], ['spend', 'spend-hourly.csv'], ['touchpoints', 'touchpoints.csv']] as const) {
+    const file = withMark(name);
+    const summary = await importFile(kind, file, { ...options, apiKey: fresh.api_key, clientId: fresh.client_id });
+    results.push([name, summary.format, summary.sent, summary.rejected, rejectsOf(file).map((reject) => reject.line)]);
+  }
+  assert.deepEqual(results, [
+    ['orders.ndjson', 'ndjson', 3, 1, [3]],
+    ['orders.json', 'json-array', 2, 1, [76]],
+    ['shopify-orders.csv', 'shopify', 4, 1, [8]],
+    ['spend-hourly.csv', 'csv', 3, 1, [5]],
+    ['touchpoints.csv', 'csv', 3, 1, [5]],
+  ]);
 });
 
 test('a JSON array is cut into its items whatever the chunks: brackets, quotes and escapes inside strings, multi-byte characters', async () => {
@@ -197,15 +243,92 @@ describe('touchpoints', () => {
   });
 });
 
-test('--dry-run validates with the UAT test credentials: answers and rejects, nothing stored, no checkpoint', async () => {
-  const other = await service.createClient();
-  const file = fixture('shopify-orders.csv');
-  const summary = await importFile('orders', file, { ...options, url: uatUrl, apiKey: undefined, clientId: undefined, dryRun: true });
-  assert.deepEqual([summary.sent, summary.rejected], [4, 1]);
-  assert.equal(rejectsOf(file).length, 1);
-  assert.ok(!fs.existsSync(`${file}.checkpoint.json`));
-  const otherClient = new Tributary({ url, apiKey: other.api_key, clientId: other.client_id });
-  assert.equal((await otherClient.orders.list({ start_date: '2024-03-01', end_date: '2024-03-31' })).total_count, 0);
+describe('records of one key (order_id, touchpoint_id, spend key) more than once: the later in the file is stored last', () => {
+  const write = (name: string, lines: unknown[]) => {
+    const file = path.join(fs.mkdtempSync(path.join(work, 'import-')), name);
+    fs.writeFileSync(file, lines.map((line) => (typeof line === 'string' ? line : JSON.stringify(line))).join('\n'));
+    return file;
+  };
+  const order = (id: string, total: number) => minimalOrder(id, { time_of_purchase: '2024-06-01T10:00:00Z', purchase_total: total, products: [{ id: 'p', name: 'P', quantity: 1, price: total }] });
+  const totals = async (day: string) => Object.fromEntries((await allOrders(day, day)).map((stored) => [stored.order_id, stored.purchase_total]));
+
+  test('within a batch: sent in rounds that hold each key once, one after the other', async () => {
+    // The second d-1 written with an escape, as some encoders write ids: the same id.
+    const orders = write('orders.ndjson', [order('d-1', 1), order('d-2', 2), JSON.stringify(order('d-1', 3)).replace('"d-1"', '"d\\u002d1"'), order('d-1', 4)]);
+    const summary = await importFile('orders', orders, options);
+    assert.deepEqual(pick(summary, 'sent', 'inserted', 'updated', 'rejected'), { sent: 4, inserted: 2, updated: 2, rejected: 0 });
+    assert.deepEqual(await totals('2024-06-01'), { 'd-1': 4, 'd-2': 2 });
+
+    const touchpoints = write('touchpoints.csv', [
+      'touchpoint_id,occurred_at,visitor_id,landing_url',
+      'tp-d,2024-06-01T08:00:00Z,v-d,https://shop.example/?utm_source=google',
+      'tp-d,2024-06-01T08:00:00Z,v-d,https://shop.example/?utm_source=facebook',
+    ]);
+    assert.deepEqual(pick(await importFile('touchpoints', touchpoints, options), 'sent', 'rejected'), { sent: 2, rejected: 0 });
+    assert.deepEqual((await trb.touchpoints.list({ visitor_id: 'v-d' })).data.map((touchpoint) => touchpoint.platform_name), ['facebook']);
+
+    // One hour written in two offsets is one key; ids left out are "".
+    const hour = (hourStart: string, spend: number, extra: object = {}) => ({ ...hourlySpend('dup'), platform_account_id: 'act_d', hour_start_iso: hourStart, spend, ...extra });
+    const spend = write('spend.ndjson', [hour('2024-06-01T09:00:00Z', 1), hour('2024-06-01T11:00:00+02:00', 2, { adset_id: '' }), hour('2024-06-01T10:00:00Z', 3)]);
+    assert.deepEqual(pick(await importFile('spend', spend, options), 'sent', 'inserted', 'updated', 'rejected'), { sent: 3, inserted: 2, updated: 1, rejected: 0 });
+    const { data } = await trb.spend.hourly.list({ platform_account_id: 'act_d', date: '2024-06-01' });
+    assert.deepEqual(data.map((record) => [record.hour_start_iso, record.spend]), [['2024-06-01T09:00:00Z', 2], ['2024-06-01T10:00:00Z', 3]]);
+  });
+
+  test('across batches in flight: the later waits for the answer to the earlier', async (t) => {
+    // The batch of the first o-1 is answered late; without waiting, the later o-1 would be stored first.
+    const proxy = await slowProxy(url, 'customer-answered-late');
+    t.after(proxy.close);
+    const first = { ...order('o-1', 1), customer_id: 'customer-answered-late' };
+    const file = write('orders.ndjson', [first, order('o-2', 2), order('o-3', 3), order('o-1', 4), order('o-4', 5), order('o-1', 6)].map((line) => ({ ...line, time_of_purchase: '2024-06-02T10:00:00Z' })));
+    const summary = await importFile('orders', file, { ...options, url: proxy.url, batchSize: 2, concurrency: 4 });
+    assert.deepEqual(pick(summary, 'sent', 'inserted', 'updated', 'rejected'), { sent: 6, inserted: 4, updated: 2, rejected: 0 });
+    assert.deepEqual(await totals('2024-06-02'), { 'o-1': 6, 'o-2': 2, 'o-3': 3, 'o-4': 5 });
+    assert.ok(proxy.delayed > 0);
+  });
+});
+
+describe('--dry-run', () => {
+  test('validates on the UAT API given, with its test credentials: answers and rejects, nothing stored, no checkpoint', async () => {
+    const other = await service.createClient();
+    const file = fixture('shopify-orders.csv');
+    const summary = await importFile('orders', file, { ...options, uatUrl, apiKey: undefined, clientId: undefined, dryRun: true });
+    assert.deepEqual([summary.sent, summary.rejected], [4, 1]);
+    assert.equal(rejectsOf(file).length, 1);
+    assert.ok(!fs.existsSync(`${file}.checkpoint.json`));
+    const otherClient = new Tributary({ url, apiKey: other.api_key, clientId: other.client_id });
+    assert.equal((await otherClient.orders.list({ start_date: '2024-03-01', end_date: '2024-03-31' })).total_count, 0);
+  });
+
+  test('the CLI says where it sends first: --uat-url (or TRIBUTARY_UAT_URL) for a dry run, --url otherwise', async () => {
+    const file = fixture('orders.ndjson');
+    const env = { ...process.env, TRIBUTARY_API_KEY: shop.api_key, TRIBUTARY_CLIENT_ID: shop.client_id };
+    const dry = await runCli(env, ['import', 'orders', file, '--url', url, '--uat-url', uatUrl, '--dry-run']);
+    assert.equal(dry.code, 0, dry.stderr);
+    assert.equal(dry.stderr.split('\n')[0], `Importing ${file} into ${uatUrl} as a dry run: validated with the UAT test credentials, nothing stored`);
+    assert.deepEqual(pick(JSON.parse(dry.stdout) as Summary, 'sent', 'rejected'), { sent: 3, rejected: 1 });
+
+    const fromEnv = await runCli({ ...env, TRIBUTARY_UAT_URL: uatUrl }, ['import', 'orders', file, '--url', url, '--dry-run']);
+    assert.equal(fromEnv.code, 0, fromEnv.stderr);
+    assert.match(fromEnv.stderr, new RegExp(`^Importing \\S+ into ${uatUrl} as a dry run`));
+
+    const stored = await runCli(env, ['import', 'orders', file, '--url', url, '--uat-url', uatUrl]);
+    assert.equal(stored.code, 0, stored.stderr);
+    assert.equal(stored.stderr.split('\n')[0], `Importing ${file} into ${url}`);
+  });
+
+  test('refused, saying what to give, when the URL says nothing of where UAT is', async () => {
+    const error = await cliError({ ...process.env, TRIBUTARY_UAT_URL: '' }, ['import', 'orders', fixture('orders.ndjson'), '--url', url, '--dry-run']);
+    assert.match(error, /--dry-run sends to the UAT API .* on neither default port \(8080 production, 8081 UAT\): give the UAT API's URL with --uat-url \(or TRIBUTARY_UAT_URL\)/);
+  });
+
+  test('the UAT API found from --url: as it is on the default UAT port, on that port when on the default production port', () => {
+    assert.equal(dryRunUrl('http://127.0.0.1:8081', undefined), 'http://127.0.0.1:8081');
+    assert.equal(dryRunUrl('http://127.0.0.1:8080', undefined), 'http://127.0.0.1:8081');
+    assert.equal(dryRunUrl('https://tributary.internal:8080/api', undefined), 'https://tributary.internal:8081/api');
+    assert.equal(dryRunUrl('http://127.0.0.1:8080', 'https://uat.example'), 'https://uat.example');
+    assert.throws(() => dryRunUrl('https://tributary.example', undefined), /give the UAT API's URL with --uat-url/);
+  });
 });
 
 test('wrong credentials stop the import with the API\'s 401; an unknown kind is refused by the CLI', async () => {

@@ -115,7 +115,17 @@ export function createTransport({ url, headers, fetch: fetchImpl = globalThis.fe
   const base = url.replace(/\/+$/, '');
   const backoff = (attempt: number) => Math.random() * Math.min(maxDelayMs, baseDelayMs * 2 ** attempt);
 
-  async function send(method: string, target: string, { query, body, json, idempotent, signal, authenticated }: RequestOptions & { authenticated: boolean }): Promise<Response> {
+  /**
+   * Sends a request until its answer has arrived as far as `read` takes it (a 2xx's body, for
+   * JSON), so that a connection lost before the answer or during its body is one failure,
+   * retried alike.
+   */
+  async function send<T>(
+    method: string,
+    target: string,
+    { query, body, json, idempotent, signal, authenticated }: RequestOptions & { authenticated: boolean },
+    read: (response: Response) => Promise<T>,
+  ): Promise<T> {
     const address = new URL(target.startsWith('http') ? target : `${base}${target}`);
     for (const [name, value] of Object.entries(query ?? {})) if (value !== undefined) address.searchParams.set(name, String(value));
     // One id for every attempt, so that the server's log shows them as one request sent again.
@@ -123,9 +133,11 @@ export function createTransport({ url, headers, fetch: fetchImpl = globalThis.fe
     const payload = json ?? (body === undefined ? undefined : JSON.stringify(body));
     if (payload !== undefined) requestHeaders['content-type'] = 'application/json';
     for (let attempt = 0; ; attempt++) {
-      let response: Response;
+      let answer: { value: T } | { refusal: TributaryError; retryAfter: string | null };
       try {
-        response = await fetchImpl(address, { method, headers: requestHeaders, body: payload, signal });
+        const response = await fetchImpl(address, { method, headers: requestHeaders, body: payload, signal });
+        // A refusal's body is read to the end too, so that the connection can serve the next attempt.
+        answer = response.ok ? { value: await read(response) } : { refusal: await errorOf(response), retryAfter: response.headers.get('retry-after') };
       } catch (error) {
         if (signal?.aborted) throw signal.reason;
         if (!idempotent || attempt >= retries) {
@@ -134,20 +146,18 @@ export function createTransport({ url, headers, fetch: fetchImpl = globalThis.fe
         await sleep(backoff(attempt), signal);
         continue;
       }
-      if (response.ok) return response;
-      if (!RETRIED_STATUSES.has(response.status) || attempt >= retries) throw await errorOf(response);
-      // Read to the end, so that the connection can serve the next attempt.
-      await response.arrayBuffer().catch(() => undefined);
-      const told = retryAfterMs(response.headers.get('retry-after'));
+      if ('value' in answer) return answer.value;
+      if (!RETRIED_STATUSES.has(answer.refusal.status) || attempt >= retries) throw answer.refusal;
+      const told = retryAfterMs(answer.retryAfter);
       await sleep(told === undefined ? backoff(attempt) : told + Math.random() * baseDelayMs, signal);
     }
   }
 
   return {
     async json<T>(method: string, path: string, options: RequestOptions): Promise<T> {
-      const response = await send(method, path, { ...options, authenticated: true });
-      return (await response.json()) as T;
+      return JSON.parse(await send(method, path, { ...options, authenticated: true }, (response) => response.text())) as T;
     },
-    response: send,
+    // The body is the caller's to read: a download is a stream, not held here to be retried.
+    response: (method, url, options) => send(method, url, options, async (response) => response),
   };
 }

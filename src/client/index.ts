@@ -4,8 +4,10 @@
  */
 import type { Static } from 'typebox';
 import type { Explanation, ExplanationQuery } from '../attribution/routes.js';
+import type { ErasureBody, ErasureResult } from '../customers/routes.js';
 import type { AttributionModelList, BreakdownList, ExportResult, MetricList } from '../exports/routes.js';
 import type { ExportRequest } from '../exports/schema.js';
+import type { FeedHealthReport } from '../feeds/health.js';
 import {
   MAX_ALIASES_PER_REQUEST,
   MAX_ORDERS_PER_REQUEST,
@@ -19,6 +21,7 @@ import {
   type UpsertResult,
   type Warning,
 } from '../orders/schema.js';
+import type { PerformanceQuery as PerformanceQuerySchema, PerformanceReport as PerformanceReportSchema } from '../reports/routes.js';
 import { MAX_RECORDS_PER_REQUEST, type KEY_FIELDS, type spendSchemas } from '../spend/schema.js';
 import {
   MAX_IDENTITIES_PER_REQUEST,
@@ -79,6 +82,11 @@ export type DataExportResult = Static<typeof ExportResult>;
 export type Metrics = Static<typeof MetricList>;
 export type Breakdowns = Static<typeof BreakdownList>;
 export type AttributionModels = Static<typeof AttributionModelList>;
+export type PerformanceQuery = Static<typeof PerformanceQuerySchema>;
+export type PerformanceReport = Static<typeof PerformanceReportSchema>;
+export type FeedHealth = Static<typeof FeedHealthReport>;
+export type CustomerErasureRequest = Static<typeof ErasureBody>;
+export type CustomerErasureResult = Static<typeof ErasureResult>;
 
 export interface TributaryOptions extends RetryOptions {
   /** The API's address, such as https://tributary.example.com or http://localhost:8081 for UAT. */
@@ -246,6 +254,23 @@ export class Tributary {
     breakdowns: ({ signal }: CallOptions = {}) => this.#http.json<Breakdowns>('GET', '/v1/exports/breakdowns', { idempotent: true, signal }),
     attributionModels: ({ signal }: CallOptions = {}) =>
       this.#http.json<AttributionModels>('GET', '/v1/exports/attribution-models', { idempotent: true, signal }),
+  };
+
+  /** An export's rows at once, as JSON, for periods a request can wait for (the API says how long); longer ones are exports' work. */
+  readonly reports = {
+    performance: (query: PerformanceQuery, { signal }: CallOptions = {}) =>
+      this.#http.json<PerformanceReport>('GET', '/v1/reports/performance', { query, idempotent: true, signal }),
+  };
+
+  /** Whether orders, spend and touchpoints are arriving: records received a day, and each feed's last. */
+  readonly health = {
+    feeds: ({ signal }: CallOptions = {}) => this.#http.json<FeedHealth>('GET', '/v1/health/feeds', { idempotent: true, signal }),
+  };
+
+  readonly customers = {
+    /** Erases customers' personal data (at most 1,000 ids and 1,000 e-mails a call); sent again, it changes nothing. */
+    erase: (request: CustomerErasureRequest, { signal }: CallOptions = {}) =>
+      this.#http.json<CustomerErasureResult>('POST', '/v1/customers/erase', { body: request, idempotent: true, signal }),
   };
 
   /** Polls an export, waiting longer each time, until it is done: its download links, or a TributaryError (status 0) on ERROR. */

@@ -6,7 +6,7 @@ import type { CustomerErasure } from './erasure.js';
 
 export const MAX_CUSTOMERS_PER_ERASURE = 1000;
 
-const ErasureBody = Type.Object(
+export const ErasureBody = Type.Object(
   {
     customer_ids: Type.Optional(
       Type.Array(NonEmptyString("The shop's customer id, as in orders and touchpoints."), { maxItems: MAX_CUSTOMERS_PER_ERASURE, uniqueItems: true }),
@@ -21,7 +21,7 @@ const ErasureBody = Type.Object(
   { additionalProperties: false, examples: [{ customer_ids: ['magento_user_42'], customer_emails: ['roni_cost@example.com'] }] },
 );
 
-const ErasureResult = Type.Object({
+export const ErasureResult = Type.Object({
   message: Type.String(),
   customers: Type.Integer({ description: 'Customers found: those named by id, and those of the orders an e-mail matched.' }),
   orders: Type.Integer({ description: 'Orders that lost personal fields in this request.' }),

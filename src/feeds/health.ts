@@ -55,7 +55,7 @@ export async function feedHealth(db: Database, tenant: Tenant, now: Date): Promi
 
 const Count = (feed: string) => Type.Integer({ description: `${feed} received that day.` });
 const LastAt = Type.Union([Type.String({ format: 'date-time' }), Type.Null()]);
-const Health = Type.Object(
+export const FeedHealthReport = Type.Object(
   {
     time_zone: Type.String({
       description: "The client's IANA time zone, whose local days `days` are: the days the reports API's start_date and end_date name.",
@@ -89,7 +89,7 @@ export const feedHealthRoutes: FastifyPluginAsyncTypebox<{ db: Database }> = asy
       schema: {
         summary: 'Data health of the feeds',
         description: `Orders, spend records and touchpoints received per day over the last ${FEED_HEALTH_DAYS} days of the client's time zone, and when each last arrived.`,
-        response: { 200: Health, 401: ErrorEnvelope },
+        response: { 200: FeedHealthReport, 401: ErrorEnvelope },
       },
     },
     async (request) => feedHealth(db, request.tenant, new Date()),

@@ -1,5 +1,6 @@
 /** `tributary import <kind> <file>`: a file's records into the API, through the typed client. */
 import { Tributary } from '../client/index.js';
+import { DEFAULT_PORT, DEFAULT_UAT_PORT } from '../config.js';
 import { MAX_ORDERS_PER_REQUEST } from '../orders/schema.js';
 import { MAX_RECORDS_PER_REQUEST } from '../spend/schema.js';
 import { MAX_TOUCHPOINTS_PER_REQUEST } from '../touchpoints/schema.js';
@@ -19,6 +20,8 @@ const BATCH_LIMITS: Record<Target, number> = {
 
 export interface ImportCommandOptions {
   url: string;
+  /** Where a dry run sends: the UAT API (found from `url` when not given). */
+  uatUrl?: string;
   apiKey?: string;
   clientId?: string;
   concurrency: number;
@@ -31,10 +34,30 @@ export interface ImportCommandOptions {
   currency?: string;
 }
 
+/**
+ * Where a dry run sends: the test credentials work on the UAT port only. The UAT URL given, else
+ * `url` when it is on the default UAT port, else `url` on the default UAT port when it is on the
+ * default production port; any other URL says nothing of where its UAT API is.
+ */
+export function dryRunUrl(url: string, uatUrl: string | undefined): string {
+  if (uatUrl) return uatUrl;
+  const address = new URL(url);
+  if (address.port === String(DEFAULT_UAT_PORT)) return url;
+  if (address.port !== String(DEFAULT_PORT)) {
+    throw new Error(
+      `--dry-run sends to the UAT API (the test credentials work there only), and ${url} is on neither default port (${DEFAULT_PORT} production, ${DEFAULT_UAT_PORT} UAT): give the UAT API's URL with --uat-url (or TRIBUTARY_UAT_URL)`,
+    );
+  }
+  address.port = String(DEFAULT_UAT_PORT);
+  return address.href.replace(/\/$/, '');
+}
+
 export async function importFile(kind: Kind, file: string, options: ImportCommandOptions): Promise<Summary & { format: string; target: string; reject_file: string }> {
   const credentials = options.dryRun ? TEST_CREDENTIALS : { apiKey: options.apiKey, clientId: options.clientId };
   if (!credentials.apiKey || !credentials.clientId) throw new Error('Give --api-key and --client-id (or TRIBUTARY_API_KEY and TRIBUTARY_CLIENT_ID), or --dry-run');
-  const client = new Tributary({ url: options.url, apiKey: credentials.apiKey, clientId: credentials.clientId });
+  const url = options.dryRun ? dryRunUrl(options.url, options.uatUrl) : options.url;
+  process.stderr.write(`Importing ${file} into ${url}${options.dryRun ? ' as a dry run: validated with the UAT test credentials, nothing stored' : ''}\n`);
+  const client = new Tributary({ url, apiKey: credentials.apiKey, clientId: credentials.clientId });
   const source = await openSource(kind, file, { currency: options.currency });
   const rejectFile = options.rejectFile ?? `${file}.rejects.ndjson`;
   const controller = new AbortController();

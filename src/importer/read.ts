@@ -47,8 +47,10 @@ export function parsedOrText(text: string): unknown {
 
 export async function* ndjsonItems(stream: fs.ReadStream): AsyncGenerator<Item> {
   let line = 0;
-  for await (const text of readline.createInterface({ input: stream, crlfDelay: Infinity })) {
+  for await (const read of readline.createInterface({ input: stream, crlfDelay: Infinity })) {
     line++;
+    // A byte order mark (Windows tools write one) is no part of the first record.
+    const text = line === 1 ? read.replace(/^\uFEFF/, '') : read;
     if (text.trim() !== '') yield jsonItem(text, line);
   }
 }

@@ -5,6 +5,8 @@
  */
 import fs from 'node:fs';
 import { EncodedJson, Tributary, TributaryError, type TributaryErrorItem } from '../client/index.js';
+import { daily, hourly } from '../spend/collection.js';
+import { spendKey } from '../spend/schema.js';
 import { parsedOrText, type Item } from './read.js';
 import type { Source, Target } from './sources.js';
 
@@ -50,17 +52,37 @@ export interface ImportOptions {
   signal?: AbortSignal;
 }
 
-/** How one target's batch is sent, and where its problems point. */
+/** How one target's batch is sent, where its problems point, and what a request may hold once. */
 interface Sender {
   send(records: unknown[], signal?: AbortSignal): Promise<{ inserted: number; updated: number; warnings: number }>;
   /** The index in the batch of the record a problem's loc names. */
   recordPath: RegExp;
+  /** The key a request may hold once (none when it cannot be read: the API refuses that record anyway). */
+  keyOf(item: Item): string | undefined;
+}
+
+const fieldOf = (value: unknown, field: string) => (typeof value === 'object' && value !== null ? (value as Record<string, unknown>)[field] : undefined);
+
+/**
+ * The key of orders and touchpoints: a string id. A JSON text is not parsed for it, which would
+ * double the importer's CPU: its id is the value of the text's last `"field":` (the one JSON.parse
+ * keeps; the objects inside orders and touchpoints have no such field). Only a text without one
+ * (an id that is not a string, a field name written with escapes) is parsed.
+ */
+function idReader(field: 'order_id' | 'touchpoint_id'): Sender['keyOf'] {
+  const pattern = new RegExp(`"${field}"\\s*:\\s*("(?:[^"\\\\]|\\\\.)*")`, 'g');
+  return (item) => {
+    const literal = item.text === undefined ? undefined : [...item.text.matchAll(pattern)].at(-1)?.[1];
+    const id = literal === undefined ? fieldOf(recordOf(item), field) : parsedOrText(literal);
+    return typeof id === 'string' ? id : undefined;
+  };
 }
 
 function senderFor(client: Tributary, target: Target): Sender {
   if (target === 'orders') {
     return {
       recordPath: /^body\/(\d+)/,
+      keyOf: idReader('order_id'),
       send: async (records, signal) => {
         const result = await client.orders.upsert(records as never, { signal });
         return { inserted: result.inserted, updated: result.updated, warnings: result.warnings.length };
@@ -70,12 +92,17 @@ function senderFor(client: Tributary, target: Target): Sender {
   if (target === 'touchpoints') {
     return {
       recordPath: /^body\/data\/(\d+)/,
+      keyOf: idReader('touchpoint_id'),
       send: async (records, signal) => ({ ...(await client.touchpoints.upsert(records as never, { signal })), warnings: 0 }),
     };
   }
-  const collection = target === 'spend_hourly' ? client.spend.hourly : client.spend.daily;
+  const [collection, spend] = target === 'spend_hourly' ? [client.spend.hourly, hourly] : [client.spend.daily, daily];
   return {
     recordPath: /^body\/data\/(\d+)/,
+    keyOf: (item) => {
+      const record = recordOf(item);
+      return typeof record === 'object' && record !== null ? spendKey(spend, record as Record<string, unknown>) : undefined;
+    },
     send: async (records, signal) => {
       const { data } = await collection.upsert(records as never, { signal });
       // The API answers the records as stored: a key written for the first time has both stamps equal.
@@ -158,6 +185,30 @@ async function sendBatch(sender: Sender, items: Item[], signal: AbortSignal | un
   return { result: { ...result, rejected: rejects.length }, rejects };
 }
 
+/**
+ * A batch's records in rounds that hold each key once, as a request must: the first record of
+ * each key in the first round, its second in the next, and so on. The rounds are sent one after
+ * the other, so of two records of one key, the one later in the file is stored last.
+ */
+async function sendRounds(sender: Sender, items: Item[], keys: (string | undefined)[], signal: AbortSignal | undefined): Promise<{ result: Partial<Summary>; rejects: Reject[] }> {
+  const rounds: Item[][] = [];
+  const seen = new Map<string, number>();
+  items.forEach((item, index) => {
+    const key = keys[index];
+    const round = key === undefined ? 0 : (seen.get(key) ?? 0);
+    if (key !== undefined) seen.set(key, round + 1);
+    (rounds[round] ??= []).push(item);
+  });
+  const result = emptySummary();
+  const rejects: Reject[] = [];
+  for (const round of rounds) {
+    const sent = await sendBatch(sender, round, signal);
+    add(result, sent.result);
+    rejects.push(...sent.rejects);
+  }
+  return { result, rejects };
+}
+
 function readCheckpoint(file: string): Checkpoint | undefined {
   try {
     return JSON.parse(fs.readFileSync(file, 'utf8')) as Checkpoint;
@@ -202,15 +253,19 @@ export async function runImport(options: ImportOptions): Promise<Summary> {
   };
 
   const inFlight = new Set<Promise<void>>();
+  // The batch in flight that holds each key: a later record of the key waits for its answer.
+  const keyHolders = new Map<string, Promise<void>>();
   let failure: unknown;
   const dispatch = async (batch: number, items: Item[]) => {
     if (isAcknowledged(batch)) {
       summary.skipped += items.length;
       return;
     }
+    const keys = items.map((item) => (item.problem ? undefined : sender.keyOf(item)));
+    await Promise.all(keys.map((key) => key !== undefined && keyHolders.get(key)));
     while (inFlight.size >= concurrency) await Promise.race(inFlight);
     if (failure) return;
-    const sending = sendBatch(sender, items, signal).then(
+    const sending = sendRounds(sender, items, keys, signal).then(
       async ({ result, rejects: refused }) => {
         // The rejects reach the file (the system's, which a killed process cannot lose) before the
         // batch counts as acknowledged: a resume never loses one.
@@ -227,8 +282,12 @@ export async function runImport(options: ImportOptions): Promise<Summary> {
       },
       (error: unknown) => void (failure ??= error),
     );
-    const tracked = sending.finally(() => inFlight.delete(tracked));
+    const tracked = sending.finally(() => {
+      inFlight.delete(tracked);
+      for (const key of keys) if (key !== undefined && keyHolders.get(key) === tracked) keyHolders.delete(key);
+    });
     inFlight.add(tracked);
+    for (const key of keys) if (key !== undefined) keyHolders.set(key, tracked);
   };
 
   try {

@@ -10,7 +10,7 @@ const Choice = <T extends string>(values: readonly T[], fallback: T, description
   Type.Optional(Type.Unsafe<T>({ type: 'string', enum: values, default: fallback, description, 'x-messages': { enum: `Must be one of ${values.join(', ')}` } }));
 const LocalDay = (description: string) => Type.String({ format: 'date', description, examples: ['2026-03-01'] });
 
-const PerformanceQuery = Type.Object(
+export const PerformanceQuery = Type.Object(
   {
     start_date: LocalDay("The first day, in the client's time zone."),
     end_date: LocalDay(`The last day (included), at most ${MAX_REPORT_DAYS} days after start_date counting both.`),
@@ -26,7 +26,7 @@ const PerformanceQuery = Type.Object(
 );
 
 const Value = Type.Union([Type.String(), Type.Number(), Type.Null()]);
-const Report = Type.Object(
+export const PerformanceReport = Type.Object(
   {
     rows: Type.Array(Type.Record(Type.String(), Value), {
       description: "An export's rows of the same options: its columns (ids included) by name, then the metrics by id, as numbers.",
@@ -63,7 +63,7 @@ export const reportRoutes: FastifyPluginAsyncTypebox<{ db: Database }> = async (
           'longer periods are exports\' work (POST /v1/exports/data-export). One attribution model, window and mode. Ids are included.',
         ].join(' '),
         querystring: PerformanceQuery,
-        response: { 200: Report, 401: ErrorEnvelope, 422: ErrorEnvelope },
+        response: { 200: PerformanceReport, 401: ErrorEnvelope, 422: ErrorEnvelope },
       },
     },
     async (request) => {

@@ -5,7 +5,7 @@ import { pageInfo, pageRequested } from '../http/pagination.js';
 import { ErrorEnvelope } from '../http/schemas.js';
 import type { SpendCollection } from './collection.js';
 import type { PeriodRange, SpendRepository } from './repository.js';
-import { KEY_FIELDS, spendSchemas, type SpendInput, type SpendListQuery } from './schema.js';
+import { KEY_FIELDS, spendKey, spendSchemas, type SpendInput, type SpendListQuery } from './schema.js';
 
 const errors = { 401: ErrorEnvelope, 422: ErrorEnvelope };
 
@@ -14,8 +14,7 @@ function duplicateKeys(collection: SpendCollection, records: readonly SpendInput
   const first = new Map<string, number>();
   const problems: ErrorItem[] = [];
   records.forEach((record, index) => {
-    // NUL cannot occur in a field (the body parser refuses it), so it separates them unambiguously.
-    const key = [collection.periodValue(String(record[collection.timeField])), ...KEY_FIELDS.map((field) => record[field])].join('\u0000');
+    const key = spendKey(collection, record);
     const earlier = first.get(key);
     if (earlier === undefined) return void first.set(key, index);
     problems.push({

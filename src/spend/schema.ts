@@ -45,6 +45,16 @@ const identity = {
 
 export const KEY_FIELDS = ['platform_name', 'platform_account_id', 'campaign_id', 'adset_id', 'ad_id'] as const;
 
+/**
+ * A record's key, as one string: its period as a comparable value (one hour written in two
+ * offsets is one period) and its ids, one left out counting as its default "". A request may
+ * hold a key once.
+ */
+export function spendKey(collection: SpendCollection, record: Readonly<Record<string, unknown>>): string {
+  // NUL cannot occur in a field (the body parser refuses it), so it separates them unambiguously.
+  return [collection.periodValue(String(record[collection.timeField])), ...KEY_FIELDS.map((field) => record[field])].join('\u0000');
+}
+
 export function spendSchemas(collection: SpendCollection) {
   const time = { [collection.timeField]: collection.timeSchema } as Record<string, TSchema>;
 
