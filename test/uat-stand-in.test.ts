@@ -288,7 +288,7 @@ for (const probe of PROBES) {
   test(`${probe.route}: ${url}${query ? `?${new URLSearchParams(query as Record<string, string>)}` : ''} ${probe.status}`, async () => {
     const response = await call(service.uat, probe, TEST_CREDENTIALS);
     assert.equal(response.statusCode, probe.status, response.body);
-    assert.equal(response.headers['content-type'], 'application/json; charset=utf-8');
+    assert.match(String(response.headers['content-type']), /^application\/json/);
     for (const [name, value] of Object.entries(probe.headers ?? {})) assert.equal(response.headers[name], value, name);
     const expected = probe.body === sameAsAnyClient ? settled(await call(service.uat, probe, client.headers)) : probe.body;
     assert.deepEqual(settled(response), expected);
