@@ -8,21 +8,18 @@ import Fastify, { LogController, type RawServerDefault } from 'fastify';
 import type { Logger } from 'pino';
 import { authenticate } from './auth/authenticate.js';
 import type { Environment } from './auth/tenant.js';
-import { createAttributionExplainer } from './attribution/explanation.js';
 import { collectRoutes } from './collect/routes.js';
 import { segmentRoutes } from './collect/segment.js';
 import { attributionRoutes } from './attribution/routes.js';
 import { adminRoutes } from './clients/admin-routes.js';
 import { createClientDeletion } from './clients/deletion.js';
 import { createClientRepository } from './clients/repository.js';
-import { createCustomerErasure } from './customers/erasure.js';
 import { customerRoutes } from './customers/routes.js';
 import type { Config } from './config.js';
 import { isUuid } from './uuid.js';
 import type { Database } from './db/index.js';
-import { createExportJobs } from './exports/jobs.js';
+import { createStoreChooser } from './db/store.js';
 import { createLinkSigner, signingSecret } from './exports/links.js';
-import { createBreakdownCatalog } from './exports/breakdowns.js';
 import { exportFileRoutes, exportRoutes } from './exports/routes.js';
 import { feedHealthRoutes } from './feeds/health.js';
 import { healthRoutes } from './health.js';
@@ -30,16 +27,13 @@ import { ApiError, registerErrorHandling, sendError } from './http/errors.js';
 import { registerJsonBody, registerQueryCheck } from './http/json-body.js';
 import { registerLingeringClose } from './http/lingering-close.js';
 import { createValidatorCompiler } from './http/request-validator.js';
-import { createOrderRepository } from './orders/repository.js';
 import { LEGACY_UPSERT, orderRoutes, orderUpsertRoute } from './orders/routes.js';
 import { pageRoutes } from './pages/routes.js';
 import { pixelRoutes } from './pixel/routes.js';
 import { reportRoutes } from './reports/routes.js';
 import { createRateLimits, registerRateLimits, type RateLimits } from './rate-limit/limits.js';
 import { daily, hourly } from './spend/collection.js';
-import { createSpendRepository } from './spend/repository.js';
 import { spendRoutes } from './spend/routes.js';
-import { createTouchpointRepository } from './touchpoints/repository.js';
 import { identityRoutes, touchpointRoutes } from './touchpoints/routes.js';
 import { version } from './version.js';
 
@@ -170,32 +164,28 @@ export async function buildApp({ config, db, environment, logger, rateLimits }: 
   // Public: the pixel's events, of the environment of the port they arrive on.
   await app.register(collectRoutes, { prefix: '/v1/collect', environment, clients, db, rateLimits: limits });
 
+  const storeOf = createStoreChooser(db, { linkTtlSeconds: config.exportLinkTtlSeconds });
   await app.register(async (api) => {
     api.addHook('onRequest', limits.guardAuthentication(authenticate(clients, environment)));
+    // After authentication: the UAT test credentials get the stand-in store, which keeps nothing.
+    api.addHook('onRequest', async (request) => {
+      request.store = storeOf(request.tenant);
+    });
     registerRateLimits(api, limits);
     api.addHook('onRoute', (route) => {
       route.schema = { security: [{ api_key: [], client_id: [] }], ...route.schema };
     });
-    const orders = createOrderRepository(db);
-    await api.register(orderRoutes, { prefix: '/v2/orders', orders });
-    await api.register(orderUpsertRoute, { prefix: '/v1/orders', orders, path: LEGACY_UPSERT });
-    await api.register(attributionRoutes, { prefix: '/v2/orders', explainer: createAttributionExplainer(db) });
-    for (const collection of [hourly, daily]) {
-      await api.register(spendRoutes, { prefix: collection.prefix, collection, spend: createSpendRepository(db, collection) });
-    }
-    const touchpoints = createTouchpointRepository(db);
-    await api.register(touchpointRoutes, { prefix: '/v1/touchpoints', touchpoints });
-    await api.register(identityRoutes, { prefix: '/v1/identities', touchpoints });
-    await api.register(customerRoutes, { prefix: '/v1/customers', erasure: createCustomerErasure(db) });
-    await api.register(segmentRoutes, { prefix: '/v1/events', db, touchpoints });
-    await api.register(exportRoutes, {
-      prefix: '/v1/exports',
-      jobs: createExportJobs(db, { linkTtlSeconds: config.exportLinkTtlSeconds }),
-      breakdowns: createBreakdownCatalog(db),
-      signer,
-    });
-    await api.register(reportRoutes, { prefix: '/v1/reports', db });
-    await api.register(feedHealthRoutes, { prefix: '/v1/health', db });
+    await api.register(orderRoutes, { prefix: '/v2/orders' });
+    await api.register(orderUpsertRoute, { prefix: '/v1/orders', path: LEGACY_UPSERT });
+    await api.register(attributionRoutes, { prefix: '/v2/orders' });
+    for (const collection of [hourly, daily]) await api.register(spendRoutes, { prefix: collection.prefix, collection });
+    await api.register(touchpointRoutes, { prefix: '/v1/touchpoints' });
+    await api.register(identityRoutes, { prefix: '/v1/identities' });
+    await api.register(customerRoutes, { prefix: '/v1/customers' });
+    await api.register(segmentRoutes, { prefix: '/v1/events' });
+    await api.register(exportRoutes, { prefix: '/v1/exports', signer });
+    await api.register(reportRoutes, { prefix: '/v1/reports' });
+    await api.register(feedHealthRoutes, { prefix: '/v1/health' });
   });
 
   return app;

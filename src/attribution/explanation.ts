@@ -43,3 +43,8 @@ export function createAttributionExplainer(db: Database) {
     },
   };
 }
+
+/** The UAT test credentials keep no orders: there is none to explain. */
+export const standInExplainer: AttributionExplainer = {
+  explain: async () => undefined,
+};

@@ -2,7 +2,6 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { ApiError } from '../http/errors.js';
 import { ErrorEnvelope, Identifier } from '../http/schemas.js';
-import type { AttributionExplainer } from './explanation.js';
 import { DEFAULT_MODEL, DEFAULT_WINDOW, MODEL_IDS, UNLIMITED, WINDOW_NAMES, windowNamed, type ModelId } from './models.js';
 
 
@@ -51,7 +50,7 @@ export const Explanation = Type.Object({
 });
 
 /** Why an order is credited as it is: GET /v2/orders/{order_id}/attribution. */
-export const attributionRoutes: FastifyPluginAsyncTypebox<{ explainer: AttributionExplainer }> = async (app, { explainer }) => {
+export const attributionRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get(
     '/:order_id/attribution',
     {
@@ -66,9 +65,7 @@ export const attributionRoutes: FastifyPluginAsyncTypebox<{ explainer: Attributi
     },
     async (request, reply) => {
       const { model = DEFAULT_MODEL, window = String(DEFAULT_WINDOW) } = request.query;
-      const { tenant } = request;
-      // The test credentials store nothing, so they have no order to explain.
-      const explanation = tenant.dryRun ? undefined : await explainer.explain(tenant, request.params.order_id, model as ModelId, windowNamed(window));
+      const explanation = await request.store.explainer.explain(request.tenant, request.params.order_id, model as ModelId, windowNamed(window));
       if (explanation === undefined) throw new ApiError(404, 'No order with this id');
       return reply.type('application/json').send(explanation as never);
     },

@@ -7,7 +7,7 @@ export interface Tenant {
   environment: Environment;
   /**
    * The public UAT test credentials: the request is validated and answered as if it were
-   * stored, and nothing is stored or read.
+   * stored, by the stand-in store (src/db/store.ts), and nothing is stored or read.
    */
   dryRun: boolean;
   /** The SHA-256 of the API key used, base64url (not for the test credentials): what write budgets are kept per. */

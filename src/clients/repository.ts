@@ -22,6 +22,8 @@ export interface IssuedKey {
 }
 
 const CLIENT = 'client_id, name, time_zone, utc_iso(created_at) AS created_at';
+/** The zone of a client that never set one (the column's default). */
+const DEFAULT_TIME_ZONE = 'UTC';
 const CLIENT_DETAILS = `${CLIENT}, source_platforms, collect_origins`;
 
 function knownToNode(timeZone: string): boolean {
@@ -95,6 +97,12 @@ export function createClientRepository(db: Database) {
       return client ?? 'unknown_client';
     },
 
+    /** The zone a client's days are counted in; the default when there is no such client. */
+    async timeZone(clientId: string): Promise<string> {
+      const [client] = await db.query<Pick<Client, 'time_zone'>>('SELECT time_zone FROM clients WHERE client_id = $1', [clientId]);
+      return client?.time_zone ?? DEFAULT_TIME_ZONE;
+    },
+
     /** What the public collector needs of a client: its source mapping and the origins its events may come from; undefined when there is no such client. */
     async collectSettings(clientId: string): Promise<Pick<ClientDetails, 'source_platforms' | 'collect_origins'> | undefined> {
       const [client] = await db.query<Pick<ClientDetails, 'source_platforms' | 'collect_origins'>>(
@@ -132,3 +140,11 @@ export function createClientRepository(db: Database) {
     },
   };
 }
+
+/** What a client's requests read of its settings. */
+export type ClientSettings = Pick<ClientRepository, 'timeZone'>;
+
+/** The settings of the UAT test credentials, which have no client: the defaults. */
+export const standInClientSettings: ClientSettings = {
+  timeZone: async () => DEFAULT_TIME_ZONE,
+};

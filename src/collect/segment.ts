@@ -1,8 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { Database } from '../db/index.js';
 import { ErrorEnvelope } from '../http/schemas.js';
-import type { TouchpointRepository } from '../touchpoints/repository.js';
-import { deriveVisits, ingest, type Link, type Visit } from './ingest.js';
+import { deriveVisits, type Link, type Visit } from './ingest.js';
 import { SegmentPayload, SegmentResult, type SegmentEvent } from './schema.js';
 
 /** The track event of Segment's e-commerce spec that a purchase is. */
@@ -64,7 +62,7 @@ function readSegment(events: readonly SegmentEvent[], loc: (index: number) => st
  * (messageId is the touchpoint_id), identify and Order Completed link the visitor to a customer
  * or an order; every other event is accepted and counted as ignored.
  */
-export const segmentRoutes: FastifyPluginAsyncTypebox<{ db: Database; touchpoints: TouchpointRepository }> = async (app, { db, touchpoints }) => {
+export const segmentRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.post(
     '/segment',
     {
@@ -78,11 +76,11 @@ export const segmentRoutes: FastifyPluginAsyncTypebox<{ db: Database; touchpoint
       },
     },
     async (request, reply) => {
-      const { tenant, body } = request;
+      const { tenant, store, body } = request;
       const events = body.batch ?? [body as SegmentEvent];
       const { visits, links, ignored } = readSegment(events, (index) => (body.batch ? `body/batch/${index}` : 'body'));
-      const derived = deriveVisits(visits, tenant.dryRun ? {} : await touchpoints.sourcePlatforms(tenant.clientId));
-      const stored = tenant.dryRun ? { touchpoints: derived.length, links: links.length } : await ingest(db, tenant, derived, links, new Date());
+      const derived = deriveVisits(visits, await store.touchpoints.sourcePlatforms(tenant.clientId));
+      const stored = await store.events.ingest(tenant, derived, links, new Date());
       return reply.send({
         message: `Stored ${count(stored.touchpoints, 'touchpoint')} and ${count(stored.links, 'link')}; ignored ${count(ignored, 'event')}`,
         ...stored,

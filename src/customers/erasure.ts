@@ -134,3 +134,8 @@ export function createCustomerErasure(db: Database) {
     },
   };
 }
+
+/** The UAT test credentials keep no customers: an erasure finds none. */
+export const standInErasure: CustomerErasure = {
+  erase: async () => ({ customers: 0, orders: 0, touchpoints: 0, identities: 0 }),
+};

@@ -2,7 +2,6 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { invalidRequest } from '../http/errors.js';
 import { ErrorEnvelope, NonEmptyString } from '../http/schemas.js';
-import type { CustomerErasure } from './erasure.js';
 
 export const MAX_CUSTOMERS_PER_ERASURE = 1000;
 
@@ -31,7 +30,7 @@ export const ErasureResult = Type.Object({
 });
 
 /** Customer erasure, for the requests privacy law gives customers. */
-export const customerRoutes: FastifyPluginAsyncTypebox<{ erasure: CustomerErasure }> = async (app, { erasure }) => {
+export const customerRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.post(
     '/erase',
     {
@@ -53,9 +52,7 @@ export const customerRoutes: FastifyPluginAsyncTypebox<{ erasure: CustomerErasur
       if (customer_ids.length + customer_emails.length === 0) {
         throw invalidRequest([{ loc: 'body', msg: 'Give customer_ids or customer_emails, with at least one value', type: 'required' }]);
       }
-      const counts = request.tenant.dryRun
-        ? { customers: 0, orders: 0, touchpoints: 0, identities: 0 }
-        : await erasure.erase(request.tenant, { customerIds: customer_ids, customerEmails: customer_emails }, new Date());
+      const counts = await request.store.erasure.erase(request.tenant, { customerIds: customer_ids, customerEmails: customer_emails }, new Date());
       // Counts only: the ids and e-mails asked about are what the log must not keep.
       request.log.info({ erased: counts }, 'customers erased');
       return { message: `Erased the personal data of ${counts.customers} customer${counts.customers === 1 ? '' : 's'}`, ...counts, request_id: request.id };

@@ -226,3 +226,15 @@ export function createExportJobs(db: Database, { linkTtlSeconds }: { linkTtlSeco
     },
   };
 }
+
+/** What requests do with export jobs: create one (what creating returns is not read), and read one back. */
+export interface ExportRequests {
+  create(tenant: Tenant, exportId: string, request: object, warn: object): Promise<unknown>;
+  find(tenant: Tenant, exportId: string): Promise<ExportJob | undefined>;
+}
+
+/** The exports of the UAT test credentials: created without a job, so none is ever found. */
+export const standInExportRequests: ExportRequests = {
+  create: async () => {},
+  find: async () => undefined,
+};

@@ -6,9 +6,8 @@ import { Type } from 'typebox';
 import { MODEL_ALIASES, MODELS } from '../attribution/models.js';
 import { ApiError, invalidRequest } from '../http/errors.js';
 import { ErrorEnvelope } from '../http/schemas.js';
-import type { BreakdownCatalog } from './breakdowns.js';
 import { METRIC_CATALOG } from './catalog.js';
-import type { ExportJob, ExportJobs } from './jobs.js';
+import type { ExportJob } from './jobs.js';
 import type { LinkSigner } from './links.js';
 import { planExport } from './plan.js';
 import { BUCKET_FIELDS, ExportRequest } from './schema.js';
@@ -47,14 +46,8 @@ const MODEL_LIST = [
   ...Object.entries(MODEL_ALIASES).map(([alias, id]) => ({ id: alias, name: `${modelName(id)} (alias of ${id})` })),
 ];
 
-export interface ExportRouteOptions {
-  jobs: ExportJobs;
-  breakdowns: BreakdownCatalog;
-  signer: LinkSigner;
-}
-
 /** Create and poll exports, and the catalogs of what an export can hold. */
-export const exportRoutes: FastifyPluginAsyncTypebox<ExportRouteOptions> = async (app, { jobs, breakdowns, signer }) => {
+export const exportRoutes: FastifyPluginAsyncTypebox<{ signer: LinkSigner }> = async (app, { signer }) => {
   /** The links of a successful export, signed with the expiry fixed when it finished: polling again never extends them. */
   const downloadLinks = (job: ExportJob) => {
     const expires = Math.floor(Date.parse(job.links_expire_at!) / 1000);
@@ -94,9 +87,7 @@ export const exportRoutes: FastifyPluginAsyncTypebox<ExportRouteOptions> = async
       if ('problems' in planned) throw invalidRequest(planned.problems, 422);
       const { ignored } = planned.plan;
       const id = randomUUID();
-      if (!request.tenant.dryRun) {
-        await jobs.create(request.tenant, id, request.body, ignored.length > 0 ? { ignored } : {});
-      }
+      await request.store.exports.create(request.tenant, id, request.body, ignored.length > 0 ? { ignored } : {});
       return reply.code(201).send({ id });
     },
   );
@@ -113,7 +104,7 @@ export const exportRoutes: FastifyPluginAsyncTypebox<ExportRouteOptions> = async
       },
     },
     async (request) => {
-      const job = request.tenant.dryRun ? undefined : await jobs.find(request.tenant, request.params.export_id);
+      const job = await request.store.exports.find(request.tenant, request.params.export_id);
       if (!job) throw new ApiError(404, 'No export with this id');
       // Files deleted after their links expired (src/exports/retention.ts): said, not linked to.
       const expired = job.files_deleted_at !== null && {
@@ -152,7 +143,7 @@ export const exportRoutes: FastifyPluginAsyncTypebox<ExportRouteOptions> = async
         response: { 200: BreakdownList, 401: ErrorEnvelope },
       },
     },
-    async (request) => ({ breakdowns: await breakdowns.list(request.tenant) }),
+    async (request) => ({ breakdowns: await request.store.breakdowns.list(request.tenant) }),
   );
   app.get(
     '/attribution-models',

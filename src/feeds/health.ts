@@ -1,31 +1,15 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import type { Tenant } from '../auth/tenant.js';
-import type { Database } from '../db/index.js';
+import type { Store } from '../db/store.js';
 import { localToday } from '../exports/period.js';
 import { ErrorEnvelope } from '../http/schemas.js';
+import type { Feed } from './repository.js';
 
 /** The days a feed's health covers, today (in the client's time zone) included. */
 export const FEED_HEALTH_DAYS = 30;
-type Feed = 'orders' | 'spend' | 'touchpoints';
 
 const addDays = (date: string, days: number) => new Date(Date.parse(`${date}T00:00:00Z`) + days * 86_400_000).toISOString().slice(0, 10);
-
-/**
- * Records of each feed by the local day of their last write (updated_at: a record sent again
- * counts on the day it was last received), and the feed's last write ever. One pass over the
- * client's rows of each table: the days before the period are only read for the last write.
- */
-const FEED_HEALTH_SQL = `
-  WITH received AS (
-    SELECT 'orders' AS feed, updated_at FROM orders WHERE client_id = $1 AND environment = $2
-    UNION ALL SELECT 'spend', updated_at FROM spend_hourly WHERE client_id = $1 AND environment = $2
-    UNION ALL SELECT 'spend', updated_at FROM spend_daily WHERE client_id = $1 AND environment = $2
-    UNION ALL SELECT 'touchpoints', updated_at FROM touchpoints WHERE client_id = $1 AND environment = $2)
-  SELECT feed, to_char(CASE WHEN updated_at >= ($4::date::timestamp AT TIME ZONE $3) THEN updated_at AT TIME ZONE $3 END, 'YYYY-MM-DD') AS day,
-         count(*)::int AS received, utc_iso(max(updated_at)) AS last_at
-    FROM received
-   GROUP BY 1, 2`;
 
 export interface FeedHealth {
   time_zone: string;
@@ -34,18 +18,13 @@ export interface FeedHealth {
 }
 
 /** What each feed of a client delivered over the last FEED_HEALTH_DAYS local days, oldest first. */
-export async function feedHealth(db: Database, tenant: Tenant, now: Date): Promise<FeedHealth> {
-  const [client] = tenant.dryRun ? [] : await db.query<{ time_zone: string }>('SELECT time_zone FROM clients WHERE client_id = $1', [tenant.clientId]);
-  const timeZone = client?.time_zone ?? 'UTC';
+export async function feedHealth({ clients, feeds }: Pick<Store, 'clients' | 'feeds'>, tenant: Tenant, now: Date): Promise<FeedHealth> {
+  const timeZone = await clients.timeZone(tenant.clientId);
   const today = localToday(timeZone, now);
   const first = addDays(today, 1 - FEED_HEALTH_DAYS);
   const days = Array.from({ length: FEED_HEALTH_DAYS }, (_, index) => ({ date: addDays(first, index), orders: 0, spend: 0, touchpoints: 0 }));
   const last: Record<Feed, string | null> = { orders: null, spend: null, touchpoints: null };
-  // The test credentials store nothing.
-  const rows = tenant.dryRun
-    ? []
-    : await db.query<{ feed: Feed; day: string | null; received: number; last_at: string }>(FEED_HEALTH_SQL, [tenant.clientId, tenant.environment, timeZone, first]);
-  for (const { feed, day, received, last_at } of rows) {
+  for (const { feed, day, received, last_at } of await feeds.receipts(tenant, timeZone, first)) {
     const counted = days.find((candidate) => candidate.date === day);
     if (counted) counted[feed] += received;
     if (last[feed] === null || last_at > last[feed]) last[feed] = last_at;
@@ -81,7 +60,7 @@ export const FeedHealthReport = Type.Object(
 );
 
 /** GET /v1/health/feeds: whether orders, spend and touchpoints are arriving, so that a stopped feed shows at once. */
-export const feedHealthRoutes: FastifyPluginAsyncTypebox<{ db: Database }> = async (app, { db }) => {
+export const feedHealthRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get(
     '/feeds',
     {
@@ -92,6 +71,6 @@ export const feedHealthRoutes: FastifyPluginAsyncTypebox<{ db: Database }> = asy
         response: { 200: FeedHealthReport, 401: ErrorEnvelope },
       },
     },
-    async (request) => feedHealth(db, request.tenant, new Date()),
+    async (request) => feedHealth(request.store, request.tenant, new Date()),
   );
 };

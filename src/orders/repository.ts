@@ -243,3 +243,19 @@ export function createOrderRepository(db: Database) {
     },
   };
 }
+
+/**
+ * The orders of the UAT test credentials: writes succeed as if every order they name existed and
+ * every alias were free, nothing is kept, and reads find nothing. The checks that read no stored
+ * data are the real ones.
+ */
+export function standInOrders(real: OrderRepository): OrderRepository {
+  return {
+    upsert: async (_tenant, batchJson) => ({ inserted: (JSON.parse(batchJson) as unknown[]).length, updated: 0 }),
+    patch: async (_tenant, _patchJson, orderIds) => ({ updated: orderIds.length }),
+    amountProblems: real.amountProblems,
+    addAliases: async (_tenant, aliases) => ({ added: aliases.length, ignored: 0 }),
+    list: async () => ({ items: '', total: 0 }),
+    listAll: async () => {},
+  };
+}

@@ -130,7 +130,7 @@ export const LEGACY_UPSERT: UpsertPath = {
 };
 
 /** The order upsert, on the path its prefix names, taking orders as `path` says. */
-export const orderUpsertRoute: FastifyPluginAsyncTypebox<{ orders: OrderRepository; path: UpsertPath }> = async (app, { orders, path }) => {
+export const orderUpsertRoute: FastifyPluginAsyncTypebox<{ path: UpsertPath }> = async (app, { path }) => {
   const { deprecated } = path;
   const deprecation = deprecated && {
     deprecation: `@${Math.floor(deprecated.since.getTime() / 1000)}`,
@@ -160,15 +160,11 @@ export const orderUpsertRoute: FastifyPluginAsyncTypebox<{ orders: OrderReposito
       // Validated by either path's schema, both of which take orders as sent.
       const batch = request.body as OrderAsSent[];
       const aliases = aliasesOf(batch);
+      const { orders } = request.store;
       await checkBatch(orders, request.rawBody!, aliases);
-      let result = { inserted: batch.length, updated: 0 };
-      if (!request.tenant.dryRun) {
-        try {
-          result = await orders.upsert(request.tenant, request.rawBody!, aliases, path.defaults);
-        } catch (error) {
-          throw error instanceof AliasConflictError ? conflictError(error, aliases) : error;
-        }
-      }
+      const result = await orders.upsert(request.tenant, request.rawBody!, aliases, path.defaults).catch((error: unknown) => {
+        throw error instanceof AliasConflictError ? conflictError(error, aliases) : error;
+      });
       return {
         message: `Upserted ${plural(batch.length, 'order')}`,
         ...result,
@@ -179,8 +175,8 @@ export const orderUpsertRoute: FastifyPluginAsyncTypebox<{ orders: OrderReposito
   );
 };
 
-export const orderRoutes: FastifyPluginAsyncTypebox<{ orders: OrderRepository }> = async (app, { orders }) => {
-  await app.register(orderUpsertRoute, { orders, path: CURRENT_UPSERT });
+export const orderRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  await app.register(orderUpsertRoute, { path: CURRENT_UPSERT });
 
   app.patch(
     '',
@@ -199,16 +195,15 @@ export const orderRoutes: FastifyPluginAsyncTypebox<{ orders: OrderRepository }>
     async (request) => {
       const batch = request.body as OrderPatch[];
       const aliases = aliasesOf(batch);
+      const { orders } = request.store;
       await checkBatch(orders, request.rawBody!, aliases);
-      if (!request.tenant.dryRun) {
-        const orderIds = batch.map((order) => order.order_id);
-        try {
-          await orders.patch(request.tenant, request.rawBody!, orderIds, aliases, new Date());
-        } catch (error) {
-          if (error instanceof UnknownOrdersError) throw notFoundError(error, (index) => `body/${index}/order_id`);
-          if (error instanceof ExclusiveFieldsError) throw storedBesideHashError(error, batch);
-          throw error instanceof AliasConflictError ? conflictError(error, aliases) : error;
-        }
+      const orderIds = batch.map((order) => order.order_id);
+      try {
+        await orders.patch(request.tenant, request.rawBody!, orderIds, aliases, new Date());
+      } catch (error) {
+        if (error instanceof UnknownOrdersError) throw notFoundError(error, (index) => `body/${index}/order_id`);
+        if (error instanceof ExclusiveFieldsError) throw storedBesideHashError(error, batch);
+        throw error instanceof AliasConflictError ? conflictError(error, aliases) : error;
       }
       return {
         message: `Updated ${plural(batch.length, 'order')}`,
@@ -234,15 +229,10 @@ export const orderRoutes: FastifyPluginAsyncTypebox<{ orders: OrderRepository }>
       const aliases = request.body.aliases.map((alias, index) => ({ ...alias, loc: `body/aliases/${index}` }));
       const givenTwice = aliasesGivenTwice(aliases);
       if (givenTwice.length > 0) throw invalidRequest(givenTwice);
-      let result = { added: aliases.length, ignored: 0 };
-      if (!request.tenant.dryRun) {
-        try {
-          result = await orders.addAliases(request.tenant, aliases);
-        } catch (error) {
-          if (error instanceof UnknownOrdersError) throw notFoundError(error, (index) => `${aliases[index]!.loc}/order_id`);
-          throw error instanceof AliasConflictError ? conflictError(error, aliases) : error;
-        }
-      }
+      const result = await request.store.orders.addAliases(request.tenant, aliases).catch((error: unknown) => {
+        if (error instanceof UnknownOrdersError) throw notFoundError(error, (index) => `${aliases[index]!.loc}/order_id`);
+        throw error instanceof AliasConflictError ? conflictError(error, aliases) : error;
+      });
       return { message: `Added ${plural(result.added, 'alias', 'aliases')}`, ...result, request_id: request.id };
     },
   );
@@ -262,7 +252,7 @@ export const orderRoutes: FastifyPluginAsyncTypebox<{ orders: OrderRepository }>
     let count = 0;
     let started!: () => void;
     const firstBatch = new Promise<void>((resolve) => (started = resolve));
-    const read = orders.listAll(request.tenant, range, async (items, rows) => {
+    const read = request.store.orders.listAll(request.tenant, range, async (items, rows) => {
       gone.signal.throwIfAborted();
       const text = count > 0 && rows > 0 ? `,${items}` : items;
       count += rows;
@@ -298,12 +288,9 @@ export const orderRoutes: FastifyPluginAsyncTypebox<{ orders: OrderRepository }>
       }
       const range = { start: start_date, end: end_date };
       const paged = request.query.page !== undefined || request.query.page_size !== undefined;
-      if (!paged) {
-        if (request.tenant.dryRun) return reply.type('application/json').send(dataJson('', wholeInfo(0)) as never);
-        return sendEveryOrder(request, reply, range);
-      }
+      if (!paged) return sendEveryOrder(request, reply, range);
       const { page, pageSize } = pageRequested(request.query);
-      const { items, total } = request.tenant.dryRun ? { items: '', total: 0 } : await orders.list(request.tenant, range, page, pageSize);
+      const { items, total } = await request.store.orders.list(request.tenant, range, page, pageSize);
       return reply.type('application/json').send(dataJson(items, pageInfo(page, pageSize, total)) as never);
     },
   );

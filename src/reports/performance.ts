@@ -1,9 +1,9 @@
 import type { Tenant } from '../auth/tenant.js';
-import type { Database } from '../db/index.js';
+import type { Store } from '../db/store.js';
 import type { ErrorItem } from '../http/errors.js';
 import { METRIC_IDS, isAttributionMetric, isOrderMetric } from '../exports/catalog.js';
 import { planExport, type ExportPlan } from '../exports/plan.js';
-import { ROWS_TRANSACTION_SETTINGS, planRowsSql, type Granularity } from '../exports/rows.js';
+import { planRowsSql, type Granularity } from '../exports/rows.js';
 import type { ExportRequest } from '../exports/schema.js';
 
 /** The longest period a report covers, in days: the dashboard offers 90; longer periods are exports' work. */
@@ -143,21 +143,16 @@ function totalsOf(plan: ExportPlan, rows: Record<string, unknown>[], currencies:
  * JSON. Metric columns are numbers; the statement's other columns (the sums every ratio is made
  * of) are read for the totals.
  */
-export async function runReport(db: Database, tenant: Tenant, { request, granularity }: ReportRequest): Promise<{ report: Report } | { problems: ErrorItem[] }> {
-  const timeZone = tenant.dryRun
-    ? 'UTC'
-    : ((await db.query<{ time_zone: string }>('SELECT time_zone FROM clients WHERE client_id = $1', [tenant.clientId]))[0]?.time_zone ?? 'UTC');
-  const planned = planExport(request, timeZone, new Date());
+export async function runReport(
+  { clients, reports }: Pick<Store, 'clients' | 'reports'>,
+  tenant: Tenant,
+  { request, granularity }: ReportRequest,
+): Promise<{ report: Report } | { problems: ErrorItem[] }> {
+  const planned = planExport(request, await clients.timeZone(tenant.clientId), new Date());
   if ('problems' in planned) return { problems: planned.problems.map((problem) => ({ ...problem, loc: 'query' })) };
   const plan = { ...planned.plan, granularity };
   const { sql, params, columns } = planRowsSql(tenant, plan);
-  // The test credentials store nothing: their reports are empty.
-  const rows = tenant.dryRun
-    ? []
-    : await db.transaction(async (tx) => {
-        for (const setting of ROWS_TRANSACTION_SETTINGS) await tx.query(setting);
-        return tx.query(sql, params);
-      });
+  const rows = await reports.rows({ sql, params });
   const metricNames = new Set(plan.metrics.map(({ id }) => id));
   const currencies = new Set(rows.map((row) => row.currency).filter((currency): currency is string => typeof currency === 'string'));
   return {

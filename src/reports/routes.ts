@@ -1,7 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { DEFAULT_MODEL, DEFAULT_WINDOW, MODEL_ALIASES, MODEL_IDS, WINDOW_NAMES } from '../attribution/models.js';
-import type { Database } from '../db/index.js';
 import { invalidRequest } from '../http/errors.js';
 import { ErrorEnvelope } from '../http/schemas.js';
 import { MAX_REPORT_DAYS, reportRequest, runReport, type ReportQuery } from './performance.js';
@@ -51,7 +50,7 @@ export const PerformanceReport = Type.Object(
 );
 
 /** GET /v1/reports/performance: an export's rows at once, as JSON, for periods a page can wait for. */
-export const reportRoutes: FastifyPluginAsyncTypebox<{ db: Database }> = async (app, { db }) => {
+export const reportRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get(
     '/performance',
     {
@@ -70,7 +69,7 @@ export const reportRoutes: FastifyPluginAsyncTypebox<{ db: Database }> = async (
       const query = request.query as ReportQuery;
       const asked = reportRequest(query);
       if ('problems' in asked) throw invalidRequest(asked.problems, 422);
-      const answered = await runReport(db, request.tenant, asked);
+      const answered = await runReport(request.store, request.tenant, asked);
       if ('problems' in answered) throw invalidRequest(answered.problems, 422);
       return answered.report;
     },

@@ -162,3 +162,17 @@ export function createSpendRepository(db: Database, collection: SpendCollection)
       ),
   };
 }
+
+/**
+ * The spend of the UAT test credentials: an upsert answers the records as they would be stored
+ * (the database computes them, writing nothing), lists are empty and deletes find nothing.
+ */
+export function standInSpend(real: SpendRepository): SpendRepository {
+  return {
+    measureProblems: real.measureProblems,
+    upsert: (_tenant, bodyJson) => real.preview(bodyJson),
+    preview: real.preview,
+    list: async () => ({ items: '', total: 0 }),
+    delete: async () => '',
+  };
+}

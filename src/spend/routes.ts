@@ -1,10 +1,11 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyRequest } from 'fastify';
 import { invalidRequest, type ErrorItem } from '../http/errors.js';
 import { dataJson } from '../http/json-text.js';
 import { pageInfo, pageRequested } from '../http/pagination.js';
 import { ErrorEnvelope } from '../http/schemas.js';
 import type { SpendCollection } from './collection.js';
-import type { PeriodRange, SpendRepository } from './repository.js';
+import type { PeriodRange } from './repository.js';
 import { KEY_FIELDS, spendKey, spendSchemas, type SpendInput, type SpendListQuery } from './schema.js';
 
 const errors = { 401: ErrorEnvelope, 422: ErrorEnvelope };
@@ -49,17 +50,13 @@ function requestedRange(collection: SpendCollection, query: SpendListQuery): Per
   return { from: start, to: end };
 }
 
-export interface SpendRouteOptions {
-  collection: SpendCollection;
-  spend: SpendRepository;
-}
-
 /** Upsert, list and delete for one spend collection; validation failures are 422. */
-export const spendRoutes: FastifyPluginAsyncTypebox<SpendRouteOptions> = async (app, { collection, spend }) => {
+export const spendRoutes: FastifyPluginAsyncTypebox<{ collection: SpendCollection }> = async (app, { collection }) => {
   const schemas = spendSchemas(collection);
   const config = { validationStatus: 422 as const };
   const writes = { ...config, rateLimit: 'spendWrites' as const };
   const { noun, timeField } = collection;
+  const spendOf = (request: FastifyRequest) => request.store.spend[collection.table];
 
   app.post(
     '',
@@ -73,9 +70,10 @@ export const spendRoutes: FastifyPluginAsyncTypebox<SpendRouteOptions> = async (
       },
     },
     async (request, reply) => {
+      const spend = spendOf(request);
       const problems = [...duplicateKeys(collection, request.body.data as SpendInput[]), ...(await spend.measureProblems(request.rawBody!))];
       if (problems.length > 0) throw invalidRequest(problems, 422);
-      const items = request.tenant.dryRun ? await spend.preview(request.rawBody!) : await spend.upsert(request.tenant, request.rawBody!);
+      const items = await spend.upsert(request.tenant, request.rawBody!);
       return reply.code(201).type('application/json').send(dataJson(items) as never);
     },
   );
@@ -95,9 +93,7 @@ export const spendRoutes: FastifyPluginAsyncTypebox<SpendRouteOptions> = async (
       const query = request.query as SpendListQuery;
       const range = requestedRange(collection, query);
       const { page, pageSize } = pageRequested(query);
-      const { items, total } = request.tenant.dryRun
-        ? { items: '', total: 0 }
-        : await spend.list(request.tenant, query, range, page, pageSize);
+      const { items, total } = await spendOf(request).list(request.tenant, query, range, page, pageSize);
       return reply.type('application/json').send(dataJson(items, pageInfo(page, pageSize, total)) as never);
     },
   );
@@ -115,15 +111,13 @@ export const spendRoutes: FastifyPluginAsyncTypebox<SpendRouteOptions> = async (
     },
     async (request, reply) => {
       const match = request.body.data as Record<string, string>;
-      const items = request.tenant.dryRun
-        ? ''
-        : await spend.delete(request.tenant, {
-            period: match[timeField]!,
-            platform_account_id: match.platform_account_id!,
-            campaign_id: match.campaign_id!,
-            adset_id: match.adset_id!,
-            ad_id: match.ad_id!,
-          });
+      const items = await spendOf(request).delete(request.tenant, {
+        period: match[timeField]!,
+        platform_account_id: match.platform_account_id!,
+        campaign_id: match.campaign_id!,
+        adset_id: match.adset_id!,
+        ad_id: match.ad_id!,
+      });
       return reply.type('application/json').send(dataJson(items) as never);
     },
   );

@@ -153,3 +153,14 @@ export function createTouchpointRepository(db: Queryable) {
     },
   };
 }
+
+/**
+ * The touchpoints and identities of the UAT test credentials: no source mapping, every
+ * touchpoint new and every visitor linked, nothing kept, lists empty.
+ */
+export const standInTouchpoints: TouchpointRepository = {
+  sourcePlatforms: async () => ({}),
+  upsert: async (_tenant, touchpoints) => ({ inserted: touchpoints.length, updated: 0 }),
+  list: async () => ({ items: '', total: 0 }),
+  link: async (_tenant, bodyJson) => (JSON.parse(bodyJson) as { data: unknown[] }).data.length,
+};

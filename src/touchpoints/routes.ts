@@ -5,7 +5,6 @@ import { dataJson } from '../http/json-text.js';
 import { pageInfo, pageRequested } from '../http/pagination.js';
 import { ErrorEnvelope } from '../http/schemas.js';
 import { deriveTouchpoint, type DerivedTouchpoint, type SourcePlatforms } from './derive.js';
-import type { TouchpointRepository } from './repository.js';
 import { IdentityBatch, LinkResult, TouchpointBatch, TouchpointListQuery, TouchpointPage, UpsertResult } from './schema.js';
 
 const errors = { 401: ErrorEnvelope, 422: ErrorEnvelope };
@@ -40,7 +39,7 @@ function requestedFilter(query: TouchpointListQuery) {
 }
 
 /** Touchpoints: upsert and list. */
-export const touchpointRoutes: FastifyPluginAsyncTypebox<{ touchpoints: TouchpointRepository }> = async (app, { touchpoints }) => {
+export const touchpointRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.post(
     '',
     {
@@ -54,11 +53,9 @@ export const touchpointRoutes: FastifyPluginAsyncTypebox<{ touchpoints: Touchpoi
       },
     },
     async (request, reply) => {
-      const { tenant } = request;
-      const batch = request.body;
-      const sourcePlatforms = tenant.dryRun ? {} : await touchpoints.sourcePlatforms(tenant.clientId);
-      const rows = derived(batch, sourcePlatforms);
-      const result = tenant.dryRun ? { inserted: rows.length, updated: 0 } : await touchpoints.upsert(tenant, rows, new Date());
+      const { tenant, store } = request;
+      const rows = derived(request.body, await store.touchpoints.sourcePlatforms(tenant.clientId));
+      const result = await store.touchpoints.upsert(tenant, rows, new Date());
       return reply.code(201).send({ message: `Upserted ${count(rows.length, 'touchpoint')}`, ...result, request_id: request.id });
     },
   );
@@ -78,14 +75,14 @@ export const touchpointRoutes: FastifyPluginAsyncTypebox<{ touchpoints: Touchpoi
     async (request, reply) => {
       const filter = requestedFilter(request.query);
       const { page, pageSize } = pageRequested(request.query);
-      const { items, total } = request.tenant.dryRun ? { items: '', total: 0 } : await touchpoints.list(request.tenant, filter, page, pageSize);
+      const { items, total } = await request.store.touchpoints.list(request.tenant, filter, page, pageSize);
       return reply.type('application/json').send(dataJson(items, pageInfo(page, pageSize, total)) as never);
     },
   );
 };
 
 /** Identities: links of anonymous visitors to customers. */
-export const identityRoutes: FastifyPluginAsyncTypebox<{ touchpoints: TouchpointRepository }> = async (app, { touchpoints }) => {
+export const identityRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.post(
     '',
     {
@@ -99,8 +96,7 @@ export const identityRoutes: FastifyPluginAsyncTypebox<{ touchpoints: Touchpoint
       },
     },
     async (request, reply) => {
-      const { tenant } = request;
-      const linked = tenant.dryRun ? request.body.data.length : await touchpoints.link(tenant, request.rawBody!, new Date());
+      const linked = await request.store.touchpoints.link(request.tenant, request.rawBody!, new Date());
       return reply.code(201).send({ message: `Linked ${count(linked, 'visitor')}`, linked, request_id: request.id });
     },
   );
