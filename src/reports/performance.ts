@@ -26,12 +26,6 @@ export interface ReportQuery {
   mode: 'cash' | 'accrual';
 }
 
-export type ReportValue = string | number | null;
-export interface Report {
-  rows: Record<string, ReportValue>[];
-  totals: Record<string, number | null>;
-  currency: string | null;
-}
 
 /**
  * Metrics whose total is the sum of the rows' values. returning_customers is not: a customer
@@ -117,56 +111,63 @@ export function reportRequest(query: ReportQuery): ReportRequest | { problems: E
 }
 
 /**
- * The totals of a report's rows: sums of the summed metrics, and each ratio from those sums.
- * Amounts in different currencies are never added: with rows in several currencies, every total is null.
+ * The totals of a report's rows, added up a row at a time: sums of the summed metrics, and each
+ * ratio from those sums. Amounts in different currencies are never added: with rows in several
+ * currencies, every total is null.
  */
-function totalsOf(plan: ExportPlan, rows: Record<string, unknown>[], currencies: Set<string>): Record<string, number | null> {
+function totalsOf(plan: ExportPlan) {
   const sums = new Map<string, number>();
-  for (const row of rows) {
-    for (const metric of SUMMED) if (row[metric] !== undefined) sums.set(metric, (sums.get(metric) ?? 0) + Number(row[metric] ?? 0));
-  }
+  const currencies = new Set<string>();
   const ratios = ratiosOf(plan.attribution.length > 0);
-  const total = (id: string): number | null => {
-    if (currencies.size > 1) return null;
-    if (SUMMED.has(id)) return round(sums.get(id) ?? 0, RATIO_SCALE);
-    const ratio = ratios[id];
-    if (!ratio) return null;
-    const [numerator, denominator, factor] = ratio;
-    const divisor = sums.get(denominator) ?? 0;
-    return divisor === 0 ? null : round(((sums.get(numerator) ?? 0) * factor) / divisor, RATIO_SCALE);
+  return {
+    add(row: Record<string, unknown>) {
+      for (const metric of SUMMED) if (row[metric] !== undefined) sums.set(metric, (sums.get(metric) ?? 0) + Number(row[metric] ?? 0));
+      if (typeof row.currency === 'string') currencies.add(row.currency);
+    },
+    /** The totals and the one currency of the rows added (null with several, or none). */
+    result() {
+      const total = (id: string): number | null => {
+        if (currencies.size > 1) return null;
+        if (SUMMED.has(id)) return round(sums.get(id) ?? 0, RATIO_SCALE);
+        const ratio = ratios[id];
+        if (!ratio) return null;
+        const [numerator, denominator, factor] = ratio;
+        const divisor = sums.get(denominator) ?? 0;
+        return divisor === 0 ? null : round(((sums.get(numerator) ?? 0) * factor) / divisor, RATIO_SCALE);
+      };
+      return { totals: Object.fromEntries(plan.metrics.map(({ id }) => [id, total(id)])), currency: currencies.size === 1 ? [...currencies][0]! : null };
+    },
   };
-  return Object.fromEntries(plan.metrics.map(({ id }) => [id, total(id)]));
 }
 
 /**
  * A report: the rows of an export's plan, run as an export runs them (rows.ts), answered as
- * JSON. Metric columns are numbers; the statement's other columns (the sums every ratio is made
- * of) are read for the totals.
+ * JSON text. Metric columns are numbers; the statement's other columns (the sums every ratio is
+ * made of) are read for the totals. The rows are read through a cursor and written as text a
+ * batch at a time: a period's rows as objects would cost ten times their text in memory.
  */
 export async function runReport(
   { clients, reports }: Pick<Store, 'clients' | 'reports'>,
   tenant: Tenant,
   { request, granularity }: ReportRequest,
-): Promise<{ report: Report } | { problems: ErrorItem[] }> {
+): Promise<{ json: string } | { problems: ErrorItem[] }> {
   const planned = planExport(request, await clients.timeZone(tenant.clientId), new Date());
   if ('problems' in planned) return { problems: planned.problems.map((problem) => ({ ...problem, loc: 'query' })) };
   const plan = { ...planned.plan, granularity };
   const { sql, params, columns } = planRowsSql(tenant, plan);
-  const rows = await reports.rows({ sql, params });
   const metricNames = new Set(plan.metrics.map(({ id }) => id));
-  const currencies = new Set(rows.map((row) => row.currency).filter((currency): currency is string => typeof currency === 'string'));
-  return {
-    report: {
-      rows: rows.map((row) =>
-        Object.fromEntries(
-          columns.map(({ name, header }) => {
-            const value = row[name];
-            return [header, value === null || value === undefined ? null : metricNames.has(header) ? Number(value) : String(value)];
-          }),
-        ),
-      ),
-      totals: totalsOf(plan, rows, currencies),
-      currency: currencies.size === 1 ? [...currencies][0]! : null,
-    },
-  };
+  const totals = totalsOf(plan);
+  const rowTexts: string[] = [];
+  await reports.eachBatch({ sql, params }, async (rows) => {
+    for (const row of rows) {
+      totals.add(row);
+      const shown = columns.map(({ name, header }) => {
+        const value = row[name];
+        return [header, value === null || value === undefined ? null : metricNames.has(header) ? Number(value) : String(value)];
+      });
+      rowTexts.push(JSON.stringify(Object.fromEntries(shown)));
+    }
+  });
+  const { totals: summed, currency } = totals.result();
+  return { json: `{"rows":[${rowTexts.join(',')}],"totals":${JSON.stringify(summed)},"currency":${JSON.stringify(currency)}}` };
 }

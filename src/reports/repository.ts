@@ -1,15 +1,18 @@
-import type { Database } from '../db/index.js';
+import { readThroughCursor, type Database } from '../db/index.js';
 import { ROWS_TRANSACTION_SETTINGS } from '../exports/rows.js';
+
+/** Rows a cursor fetch brings: what a report holds as objects at once. */
+const BATCH = 1000;
 
 export type ReportRepository = ReturnType<typeof createReportRepository>;
 
 export function createReportRepository(db: Database) {
   return {
-    /** The rows of a report's statement (planRowsSql, which names the tenant), run with the settings an export's run has. */
-    rows({ sql, params }: { sql: string; params: readonly unknown[] }): Promise<Record<string, unknown>[]> {
+    /** The rows of a report's statement (planRowsSql, which names the tenant), run with the settings an export's run has, a batch at a time. */
+    eachBatch({ sql, params }: { sql: string; params: readonly unknown[] }, onBatch: (rows: Record<string, unknown>[]) => Promise<void>): Promise<void> {
       return db.transaction(async (tx) => {
         for (const setting of ROWS_TRANSACTION_SETTINGS) await tx.query(setting);
-        return tx.query(sql, params);
+        await readThroughCursor(tx, { sql, params, batchSize: BATCH, hold: false }, onBatch);
       });
     },
   };
@@ -17,5 +20,5 @@ export function createReportRepository(db: Database) {
 
 /** The UAT test credentials keep nothing: their reports have no rows. */
 export const standInReports: ReportRepository = {
-  rows: async () => [],
+  eachBatch: async () => {},
 };

@@ -65,13 +65,13 @@ export const reportRoutes: FastifyPluginAsyncTypebox = async (app) => {
         response: { 200: PerformanceReport, 401: ErrorEnvelope, 422: ErrorEnvelope },
       },
     },
-    async (request) => {
+    async (request, reply) => {
       const query = request.query as ReportQuery;
       const asked = reportRequest(query);
       if ('problems' in asked) throw invalidRequest(asked.problems, 422);
       const answered = await runReport(request.store, request.tenant, asked);
       if ('problems' in answered) throw invalidRequest(answered.problems, 422);
-      return answered.report;
+      return reply.type('application/json; charset=utf-8').send(answered.json as never);
     },
   );
 };
