@@ -1,5 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { Type } from 'typebox';
+import { Type, type Static } from 'typebox';
 import type { Tenant } from '../auth/tenant.js';
 import type { Store } from '../db/store.js';
 import { localToday } from '../exports/period.js';
@@ -10,27 +10,6 @@ import type { Feed } from './repository.js';
 export const FEED_HEALTH_DAYS = 30;
 
 const addDays = (date: string, days: number) => new Date(Date.parse(`${date}T00:00:00Z`) + days * 86_400_000).toISOString().slice(0, 10);
-
-export interface FeedHealth {
-  time_zone: string;
-  days: ({ date: string } & Record<Feed, number>)[];
-  last_received_at: Record<Feed, string | null>;
-}
-
-/** What each feed of a client delivered over the last FEED_HEALTH_DAYS local days, oldest first. */
-export async function feedHealth({ clients, feeds }: Pick<Store, 'clients' | 'feeds'>, tenant: Tenant, now: Date): Promise<FeedHealth> {
-  const timeZone = await clients.timeZone(tenant.clientId);
-  const today = localToday(timeZone, now);
-  const first = addDays(today, 1 - FEED_HEALTH_DAYS);
-  const days = Array.from({ length: FEED_HEALTH_DAYS }, (_, index) => ({ date: addDays(first, index), orders: 0, spend: 0, touchpoints: 0 }));
-  const last: Record<Feed, string | null> = { orders: null, spend: null, touchpoints: null };
-  for (const { feed, day, received, last_at } of await feeds.receipts(tenant, timeZone, first)) {
-    const counted = days.find((candidate) => candidate.date === day);
-    if (counted) counted[feed] += received;
-    if (last[feed] === null || last_at > last[feed]) last[feed] = last_at;
-  }
-  return { time_zone: timeZone, days, last_received_at: last };
-}
 
 const Count = (feed: string) => Type.Integer({ description: `${feed} received that day.` });
 const LastAt = Type.Union([Type.String({ format: 'date-time' }), Type.Null()]);
@@ -58,6 +37,23 @@ export const FeedHealthReport = Type.Object(
     ],
   },
 );
+
+type FeedHealth = Static<typeof FeedHealthReport>;
+
+/** What each feed of a client delivered over the last FEED_HEALTH_DAYS local days, oldest first. */
+export async function feedHealth({ clients, feeds }: Pick<Store, 'clients' | 'feeds'>, tenant: Tenant, now: Date): Promise<FeedHealth> {
+  const timeZone = await clients.timeZone(tenant.clientId);
+  const today = localToday(timeZone, now);
+  const first = addDays(today, 1 - FEED_HEALTH_DAYS);
+  const days = Array.from({ length: FEED_HEALTH_DAYS }, (_, index) => ({ date: addDays(first, index), orders: 0, spend: 0, touchpoints: 0 }));
+  const last: Record<Feed, string | null> = { orders: null, spend: null, touchpoints: null };
+  for (const { feed, day, received, last_at } of await feeds.receipts(tenant, timeZone, first)) {
+    const counted = days.find((candidate) => candidate.date === day);
+    if (counted) counted[feed] += received;
+    if (last[feed] === null || last_at > last[feed]) last[feed] = last_at;
+  }
+  return { time_zone: timeZone, days, last_received_at: last };
+}
 
 /** GET /v1/health/feeds: whether orders, spend and touchpoints are arriving, so that a stopped feed shows at once. */
 export const feedHealthRoutes: FastifyPluginAsyncTypebox = async (app) => {
