@@ -1,6 +1,5 @@
 import { randomUUID } from 'node:crypto';
 import cors from '@fastify/cors';
-import helmet from '@fastify/helmet';
 import swagger from '@fastify/swagger';
 import underPressure from '@fastify/under-pressure';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
@@ -26,6 +25,7 @@ import { healthRoutes } from './health.js';
 import { ApiError, registerErrorHandling, sendError } from './http/errors.js';
 import { registerJsonBody, registerQueryCheck } from './http/json-body.js';
 import { registerLingeringClose } from './http/lingering-close.js';
+import { SECURITY_HEADERS } from './http/security-headers.js';
 import { createValidatorCompiler } from './http/request-validator.js';
 import { LEGACY_UPSERT, orderRoutes, orderUpsertRoute } from './orders/routes.js';
 import { pageRoutes } from './pages/routes.js';
@@ -106,7 +106,10 @@ export async function buildApp({ config, db, environment, logger, rateLimits }: 
   });
 
   // Headers for an API: no sniffing, no framing, HTTPS remembered, nothing cross-origin unless configured.
-  await app.register(helmet, { contentSecurityPolicy: { directives: { defaultSrc: ["'none'"], frameAncestors: ["'none'"] } } });
+  app.addHook('onRequest', (_request, reply, done) => {
+    reply.headers(SECURITY_HEADERS);
+    done();
+  });
   if (config.corsOrigins.length > 0) {
     await app.register(cors, { origin: config.corsOrigins, methods: ['GET', 'HEAD', 'POST', 'PATCH', 'DELETE'] });
   }

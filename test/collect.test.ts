@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { after, describe, test } from 'node:test';
 import type { InjectOptions, LightMyRequestResponse } from 'fastify';
 import { COLLECT_BODY_LIMIT_BYTES, MAX_COLLECT_EVENTS } from '../src/collect/schema.js';
+import { deriveVisits } from '../src/collect/ingest.js';
 import { createCollectWriter } from '../src/collect/writer.js';
 import { createClientRepository } from '../src/clients/repository.js';
 import type { Database } from '../src/db/index.js';
@@ -63,7 +64,17 @@ describe('POST /v1/collect', () => {
     const client = await service.createClient();
     assert.equal((await patchClient(client, { source_platforms: { fb: 'meta' } })).statusCode, 200);
     const occurred_at = new Date(Date.now() - 3600_000).toISOString();
-    expectAccepted(await collect(client, [page('e-1', 'v-1', { occurred_at })]));
+    expectAccepted(
+      await collect(client, [
+        page('e-1', 'v-1', { occurred_at }),
+        page('e-2', 'v-2', { url: `${SHOP}/?utm_source=fb` }),
+        page('e-3', 'v-3', { url: `${SHOP}/?utm_source=newsletter` }),
+      ]),
+    );
+    // The mapping names fb, not newsletter: the one is a paid platform's visit, the other not.
+    const sources = async (visitor_id: string) => (await touchpointsOf(client, { visitor_id })).map((t) => [t.platform_name, t.channel]);
+    assert.deepEqual(await sources('v-2'), [['meta', 'paid']]);
+    assert.deepEqual(await sources('v-3'), [['newsletter', 'other']]);
 
     const [touchpoint] = await touchpointsOf(client, { visitor_id: 'v-1' });
     assert.deepEqual(
@@ -299,7 +310,7 @@ describe('POST /v1/collect under concurrency', () => {
     });
     const writer = createCollectWriter(counting, createClientRepository(counting));
     const visit = (n: number) => ({ input: { touchpoint_id: `t-${n}`, occurred_at: new Date().toISOString(), visitor_id: `v-${n}` }, urlLoc: '' });
-    const outcomes = await Promise.all(Array.from({ length: 12 }, (_, n) => writer.write(client.client_id, 'production', { visits: [visit(n)], links: [], origin: undefined })));
+    const outcomes = await Promise.all(Array.from({ length: 12 }, (_, n) => writer.write(client.client_id, 'production', { visits: [visit(n)], derived: deriveVisits([visit(n)], {}), links: [], origin: undefined })));
     assert.deepEqual(new Set(outcomes), new Set(['stored']));
     assert.deepEqual(statements, { lookups: 1, upserts: 1 });
     assert.equal(await stored(service.db, 'touchpoints', client.client_id), 12);

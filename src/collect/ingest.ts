@@ -30,6 +30,16 @@ export function deriveVisits(visits: readonly Visit[], sourcePlatforms: SourcePl
 }
 
 /**
+ * Visits derived without a source mapping (`deriveVisits(visits, {})`), as `sourcePlatforms`
+ * derives them: a mapping changes only the visits whose utm_source it names, derived again.
+ */
+export function withSourceMapping(visits: readonly Visit[], derived: readonly DerivedTouchpoint[], sourcePlatforms: SourcePlatforms): DerivedTouchpoint[] {
+  return derived.map((touchpoint, index) =>
+    touchpoint.utm_source !== null && Object.hasOwn(sourcePlatforms, touchpoint.utm_source) ? deriveVisits([visits[index]!], sourcePlatforms)[0]! : touchpoint,
+  );
+}
+
+/**
  * The last item of each key, in the order first seen: one statement may write a row once, and an
  * event sent twice in one request (a touchpoint, a visitor's link) counts as its later copy.
  */

@@ -128,8 +128,8 @@ export const collectRoutes: FastifyPluginAsyncTypebox<CollectOptions> = async (a
       const { visits, links } = readEvents(events, new Date());
       // Refused here, before the client is known (the source mapping changes what a URL's
       // parameters mean, never whether they can be stored): what is refused must not depend on it.
-      deriveVisits(visits, {});
-      const outcome = await writer.write(clientId, environment, { visits, links, origin: request.headers.origin });
+      const derived = deriveVisits(visits, {});
+      const outcome = await writer.write(clientId, environment, { visits, derived, links, origin: request.headers.origin });
       if (outcome !== 'stored') drop(request, outcome, events.length, outcome === 'origin_not_allowed' ? clientId : undefined);
       return reply.code(204).send(null);
     },

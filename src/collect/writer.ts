@@ -2,7 +2,8 @@ import type { Environment, Tenant } from '../auth/tenant.js';
 import type { ClientRepository } from '../clients/repository.js';
 import type { Database } from '../db/database.js';
 import { isDatabaseUnavailable } from '../db/errors.js';
-import { deriveVisits, ingest, type Link, type Visit } from './ingest.js';
+import type { DerivedTouchpoint } from '../touchpoints/derive.js';
+import { ingest, withSourceMapping, type Link, type Visit } from './ingest.js';
 
 /** The most events one group's statements write: a bound on their size, far past a busy shop's second. */
 export const MAX_GROUP_EVENTS = 2000;
@@ -16,9 +17,11 @@ export const MAX_GROUPS_IN_FLIGHT = 4;
 /** What became of a request's events: stored, or dropped unstored (and why). */
 export type Outcome = 'stored' | 'unknown_client' | 'origin_not_allowed';
 
-/** A request's events, as read from it: visits not yet derived (that takes the client's source mapping). */
+/** A request's events, as read from it. */
 export interface Collected {
   visits: readonly Visit[];
+  /** The visits derived without a source mapping: the client's may change a few. */
+  derived: readonly DerivedTouchpoint[];
   links: readonly Link[];
   /** The request's Origin header. */
   origin: string | undefined;
@@ -63,10 +66,10 @@ export function createCollectWriter(db: Database, clients: Pick<ClientRepository
     if (settings === undefined) return group.forEach((member) => member.resolve('unknown_client'));
 
     const origins = settings.collect_origins;
-    const kept: [Member, ReturnType<typeof deriveVisits>][] = [];
+    const kept: [Member, DerivedTouchpoint[]][] = [];
     for (const member of group) {
       if (origins.length > 0 && !origins.includes(member.origin ?? '')) member.resolve('origin_not_allowed');
-      else kept.push([member, deriveVisits(member.visits, settings.source_platforms)]);
+      else kept.push([member, withSourceMapping(member.visits, member.derived, settings.source_platforms)]);
     }
     const store = (members: typeof kept) =>
       ingest(db, tenant, members.flatMap(([, visits]) => visits), members.flatMap(([member]) => member.links), new Date());
