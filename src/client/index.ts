@@ -207,7 +207,7 @@ export class Tributary {
       /** Upserts any number of records, in batches of 1,000; answers the records stored. */
       upsert: async (records: readonly Sendable<Record>[], { signal }: CallOptions = {}): Promise<{ data: Stored[] }> => {
         const results = await inBatches(records, MAX_RECORDS_PER_REQUEST, (batch) =>
-          this.#http.json<{ data: Stored[] }>('POST', path, { json: `{"data":${encodeList(batch)}}`, idempotent: true, signal }),
+          this.#http.json<{ data: Stored[] }>('POST', path, { json: encodeList(batch, '{"data":', '}'), idempotent: true, signal }),
         );
         return { data: results.flatMap((result) => result.data) };
       },
@@ -220,7 +220,7 @@ export class Tributary {
   readonly touchpoints = {
     upsert: async (touchpoints: readonly Sendable<Touchpoint>[], { signal }: CallOptions = {}): Promise<Omit<TouchpointUpsertResult, 'message' | 'request_id'> & BatchedResult> => {
       const results = await inBatches(touchpoints, MAX_TOUCHPOINTS_PER_REQUEST, (batch) =>
-        this.#http.json<TouchpointUpsertResult>('POST', '/v1/touchpoints', { json: `{"data":${encodeList(batch)}}`, idempotent: true, signal }),
+        this.#http.json<TouchpointUpsertResult>('POST', '/v1/touchpoints', { json: encodeList(batch, '{"data":', '}'), idempotent: true, signal }),
       );
       return {
         inserted: results.reduce((sum, result) => sum + result.inserted, 0),

@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import { EncodedJson, Tributary, TributaryError, type TributaryErrorItem } from '../client/index.js';
 import { daily, hourly } from '../spend/collection.js';
 import { spendKey } from '../spend/schema.js';
-import { parsedOrText, type Item } from './read.js';
+import { parsedOrText, textOf, type Item } from './read.js';
 import type { Source, Target } from './sources.js';
 
 export interface Summary {
@@ -72,7 +72,8 @@ const fieldOf = (value: unknown, field: string) => (typeof value === 'object' &&
 function idReader(field: 'order_id' | 'touchpoint_id'): Sender['keyOf'] {
   const pattern = new RegExp(`"${field}"\\s*:\\s*("(?:[^"\\\\]|\\\\.)*")`, 'g');
   return (item) => {
-    const literal = item.text === undefined ? undefined : [...item.text.matchAll(pattern)].at(-1)?.[1];
+    const text = textOf(item);
+    const literal = text === undefined ? undefined : [...text.matchAll(pattern)].at(-1)?.[1];
     const id = literal === undefined ? fieldOf(recordOf(item), field) : parsedOrText(literal);
     return typeof id === 'string' ? id : undefined;
   };
@@ -124,16 +125,17 @@ function add(total: Summary, part: Partial<Summary>) {
   for (const key of Object.keys(part) as (keyof Summary)[]) total[key] += part[key] ?? 0;
 }
 
-const recordOf = (item: Item) => item.record ?? parsedOrText(item.text!);
-const payloadOf = (item: Item) => item.record ?? new EncodedJson(item.text!);
+const recordOf = (item: Item) => item.record ?? parsedOrText(textOf(item)!);
+const payloadOf = (item: Item) => item.record ?? new EncodedJson(item.json!);
 
 /** Items whose JSON text does not parse: the cause of an answer that the body is not JSON. */
 function unparsable(items: readonly Item[]): Map<number, { msg: string }[]> {
   const problems = new Map<number, { msg: string }[]>();
   items.forEach((item, index) => {
-    if (item.text === undefined) return;
+    const text = textOf(item);
+    if (text === undefined) return;
     try {
-      JSON.parse(item.text);
+      JSON.parse(text);
     } catch (error) {
       problems.set(index, [{ msg: `Not JSON: ${(error as Error).message}` }]);
     }
