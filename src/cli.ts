@@ -3,6 +3,7 @@ import { Command, InvalidArgumentError } from 'commander';
 import { createClientRepository, type ClientRepository } from './clients/repository.js';
 import { DEFAULT_PORT, DEFAULT_UAT_PORT, MAX_API_PROCESSES, loadConfig } from './config.js';
 import path from 'node:path';
+import v8 from 'node:v8';
 import { openDatabase } from './db/index.js';
 import { backupEmbeddedStore, restoreEmbeddedStore } from './db/pglite-backup.js';
 import { migrate } from './db/migrate.js';
@@ -151,6 +152,10 @@ program
   .option('--dry-run', 'validate with the UAT test credentials, on the UAT API (see --uat-url): nothing is stored', false)
   .option('--currency <code>', 'currency of an ad report that names none')
   .action(async (kind: Kind, file: string, options: Parameters<typeof importFile>[2]) => {
+    // fetch parses answers with llhttp compiled to WebAssembly, and V8's optimising compiler
+    // takes some 30 MB while it compiles that, more than the import's batches hold; its baseline
+    // compiler parses the importer's small answers as fast (docs/decisions.md).
+    v8.setFlagsFromString('--liftoff-only');
     print(await importFile(kind, file, options));
   });
 
