@@ -5,8 +5,6 @@
  */
 import fs from 'node:fs';
 import { EncodedJson, Tributary, TributaryError, type TributaryErrorItem } from '../client/index.js';
-import { daily, hourly } from '../spend/collection.js';
-import { spendKey } from '../spend/schema.js';
 import { parsedOrText, textOf, type Item } from './read.js';
 import type { Source, Target } from './sources.js';
 
@@ -79,7 +77,7 @@ function idReader(field: 'order_id' | 'touchpoint_id'): Sender['keyOf'] {
   };
 }
 
-function senderFor(client: Tributary, target: Target): Sender {
+async function senderFor(client: Tributary, target: Target): Promise<Sender> {
   if (target === 'orders') {
     return {
       recordPath: /^body\/(\d+)/,
@@ -97,6 +95,8 @@ function senderFor(client: Tributary, target: Target): Sender {
       send: async (records, signal) => ({ ...(await client.touchpoints.upsert(records as never, { signal })), warnings: 0 }),
     };
   }
+  // Loaded for spend only: the spend schemas bring TypeBox, some 20 MB an import of orders does without.
+  const [{ daily, hourly }, { spendKey }] = await Promise.all([import('../spend/collection.js'), import('../spend/schema.js')]);
   const [collection, spend] = target === 'spend_hourly' ? [client.spend.hourly, hourly] : [client.spend.daily, daily];
   return {
     recordPath: /^body\/data\/(\d+)/,
@@ -222,7 +222,7 @@ function readCheckpoint(file: string): Checkpoint | undefined {
 
 export async function runImport(options: ImportOptions): Promise<Summary> {
   const { client, source, file, concurrency, batchSize, rejectFile, checkpointFile, progress, signal } = options;
-  const sender = senderFor(client, source.target);
+  const sender = await senderFor(client, source.target);
   const earlier = options.resume && checkpointFile ? readCheckpoint(checkpointFile) : undefined;
   if (earlier && (earlier.size !== source.size || earlier.target !== source.target || earlier.batch_size !== batchSize)) {
     throw new Error(`${checkpointFile} is the checkpoint of another import (another file size, kind or batch size): remove it, or leave out --resume`);
