@@ -9,7 +9,7 @@ import { after, before, describe, test } from 'node:test';
 import { Tributary } from '../src/client/index.js';
 import { dryRunUrl, importFile, type ImportCommandOptions } from '../src/importer/index.js';
 import type { Checkpoint, Summary } from '../src/importer/run.js';
-import { jsonArrayItems } from '../src/importer/read.js';
+import { jsonArrayItems, ndjsonItems } from '../src/importer/read.js';
 import { emailHash } from '../src/importer/shopify.js';
 import { cliError, hourlySpend, minimalOrder, runCli, startService, tempDir, type TestClient } from './helpers.js';
 
@@ -168,8 +168,28 @@ test('a JSON array is cut into its items whatever the chunks: brackets, quotes a
   for (const highWaterMark of [1, 3, 7, 64 * 1024]) {
     const read = [];
     for await (const item of jsonArrayItems(fs.createReadStream(file, { highWaterMark }))) read.push(item);
-    assert.deepEqual(read.map((item) => JSON.parse(item.text!)), items, `chunks of ${highWaterMark}`);
+    assert.deepEqual(read.map((item) => JSON.parse(item.json!.toString())), items, `chunks of ${highWaterMark}`);
     assert.deepEqual(read.map((item) => item.line), [3, 4, 5]);
+  }
+});
+
+test('NDJSON is cut into lines whatever the chunks, as readline cut it: \\r\\n, a lone \\r, a byte order mark, multi-byte characters', async () => {
+  const file = path.join(work, 'tricky.ndjson');
+  fs.writeFileSync(file, '\uFEFF{"a":1}\r\n\r\n{"b":"é😀"}\r{"c":2}\n  \n[1]\n{"d":3}');
+  for (const highWaterMark of [1, 2, 3, 7, 64 * 1024]) {
+    const read = [];
+    for await (const item of ndjsonItems(fs.createReadStream(file, { highWaterMark }))) read.push([item.line, item.json!.toString(), item.problem]);
+    assert.deepEqual(
+      read,
+      [
+        [1, '{"a":1}', undefined],
+        [3, '{"b":"é😀"}', undefined],
+        [4, '{"c":2}', undefined],
+        [6, '[1]', 'Not a JSON object'],
+        [7, '{"d":3}', undefined],
+      ],
+      `chunks of ${highWaterMark}`,
+    );
   }
 });
 

@@ -8,32 +8,25 @@ import type { ErasureBody, ErasureResult } from '../customers/routes.js';
 import type { AttributionModelList, BreakdownList, ExportResult, MetricList } from '../exports/routes.js';
 import type { ExportRequest } from '../exports/schema.js';
 import type { FeedHealthReport } from '../feeds/health.js';
-import {
-  MAX_ALIASES_PER_REQUEST,
-  MAX_ORDERS_PER_REQUEST,
-  type AliasRequest,
-  type AliasResult,
-  type OrderListQuery,
-  type OrderPage,
-  type OrderPatch,
-  type OrderAsSent,
-  type PatchResult,
-  type UpsertResult,
-  type Warning,
-} from '../orders/schema.js';
+import type { AliasRequest, AliasResult, OrderListQuery, OrderPage, OrderPatch, OrderAsSent, PatchResult, UpsertResult, Warning } from '../orders/schema.js';
 import type { PerformanceQuery as PerformanceQuerySchema, PerformanceReport as PerformanceReportSchema } from '../reports/routes.js';
-import { MAX_RECORDS_PER_REQUEST, type KEY_FIELDS, type spendSchemas } from '../spend/schema.js';
-import {
-  MAX_IDENTITIES_PER_REQUEST,
-  MAX_TOUCHPOINTS_PER_REQUEST,
-  type IdentityBatch,
-  type LinkResult,
-  type TouchpointBatch,
-  type TouchpointListQuery,
-  type TouchpointPage,
-  type UpsertResult as TouchpointUpsertResult,
+import type { KEY_FIELDS, spendSchemas } from '../spend/schema.js';
+import type {
+  IdentityBatch,
+  LinkResult,
+  TouchpointBatch,
+  TouchpointListQuery,
+  TouchpointPage,
+  UpsertResult as TouchpointUpsertResult,
 } from '../touchpoints/schema.js';
 import type { AD_FIELDS, UTM_FIELDS } from '../touchpoints/derive.js';
+import {
+  MAX_ALIASES_PER_REQUEST,
+  MAX_IDENTITIES_PER_REQUEST,
+  MAX_ORDERS_PER_REQUEST,
+  MAX_RECORDS_PER_REQUEST,
+  MAX_TOUCHPOINTS_PER_REQUEST,
+} from '../request-limits.js';
 import { createTransport, EncodedJson, encodeList, sleep, TributaryError, type RetryOptions, type Transport, type TributaryErrorItem } from './http.js';
 
 export { EncodedJson, TributaryError, type RetryOptions, type TributaryErrorItem };
@@ -207,7 +200,7 @@ export class Tributary {
       /** Upserts any number of records, in batches of 1,000; answers the records stored. */
       upsert: async (records: readonly Sendable<Record>[], { signal }: CallOptions = {}): Promise<{ data: Stored[] }> => {
         const results = await inBatches(records, MAX_RECORDS_PER_REQUEST, (batch) =>
-          this.#http.json<{ data: Stored[] }>('POST', path, { json: `{"data":${encodeList(batch)}}`, idempotent: true, signal }),
+          this.#http.json<{ data: Stored[] }>('POST', path, { json: encodeList(batch, '{"data":', '}'), idempotent: true, signal }),
         );
         return { data: results.flatMap((result) => result.data) };
       },
@@ -220,7 +213,7 @@ export class Tributary {
   readonly touchpoints = {
     upsert: async (touchpoints: readonly Sendable<Touchpoint>[], { signal }: CallOptions = {}): Promise<Omit<TouchpointUpsertResult, 'message' | 'request_id'> & BatchedResult> => {
       const results = await inBatches(touchpoints, MAX_TOUCHPOINTS_PER_REQUEST, (batch) =>
-        this.#http.json<TouchpointUpsertResult>('POST', '/v1/touchpoints', { json: `{"data":${encodeList(batch)}}`, idempotent: true, signal }),
+        this.#http.json<TouchpointUpsertResult>('POST', '/v1/touchpoints', { json: encodeList(batch, '{"data":', '}'), idempotent: true, signal }),
       );
       return {
         inserted: results.reduce((sum, result) => sum + result.inserted, 0),

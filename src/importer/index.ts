@@ -1,9 +1,7 @@
 /** `tributary import <kind> <file>`: a file's records into the API, through the typed client. */
 import { Tributary } from '../client/index.js';
 import { DEFAULT_PORT, DEFAULT_UAT_PORT } from '../config.js';
-import { MAX_ORDERS_PER_REQUEST } from '../orders/schema.js';
-import { MAX_RECORDS_PER_REQUEST } from '../spend/schema.js';
-import { MAX_TOUCHPOINTS_PER_REQUEST } from '../touchpoints/schema.js';
+import { MAX_ORDERS_PER_REQUEST, MAX_RECORDS_PER_REQUEST, MAX_TOUCHPOINTS_PER_REQUEST } from '../request-limits.js';
 import { createProgress } from './progress.js';
 import { runImport, type Summary } from './run.js';
 import { openSource, type Kind, type Target } from './sources.js';

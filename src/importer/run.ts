@@ -5,9 +5,7 @@
  */
 import fs from 'node:fs';
 import { EncodedJson, Tributary, TributaryError, type TributaryErrorItem } from '../client/index.js';
-import { daily, hourly } from '../spend/collection.js';
-import { spendKey } from '../spend/schema.js';
-import { parsedOrText, type Item } from './read.js';
+import { parsedOrText, textOf, type Item } from './read.js';
 import type { Source, Target } from './sources.js';
 
 export interface Summary {
@@ -72,13 +70,14 @@ const fieldOf = (value: unknown, field: string) => (typeof value === 'object' &&
 function idReader(field: 'order_id' | 'touchpoint_id'): Sender['keyOf'] {
   const pattern = new RegExp(`"${field}"\\s*:\\s*("(?:[^"\\\\]|\\\\.)*")`, 'g');
   return (item) => {
-    const literal = item.text === undefined ? undefined : [...item.text.matchAll(pattern)].at(-1)?.[1];
+    const text = textOf(item);
+    const literal = text === undefined ? undefined : [...text.matchAll(pattern)].at(-1)?.[1];
     const id = literal === undefined ? fieldOf(recordOf(item), field) : parsedOrText(literal);
     return typeof id === 'string' ? id : undefined;
   };
 }
 
-function senderFor(client: Tributary, target: Target): Sender {
+async function senderFor(client: Tributary, target: Target): Promise<Sender> {
   if (target === 'orders') {
     return {
       recordPath: /^body\/(\d+)/,
@@ -96,6 +95,8 @@ function senderFor(client: Tributary, target: Target): Sender {
       send: async (records, signal) => ({ ...(await client.touchpoints.upsert(records as never, { signal })), warnings: 0 }),
     };
   }
+  // Loaded for spend only: the spend schemas bring TypeBox, some 20 MB an import of orders does without.
+  const [{ daily, hourly }, { spendKey }] = await Promise.all([import('../spend/collection.js'), import('../spend/schema.js')]);
   const [collection, spend] = target === 'spend_hourly' ? [client.spend.hourly, hourly] : [client.spend.daily, daily];
   return {
     recordPath: /^body\/data\/(\d+)/,
@@ -124,16 +125,17 @@ function add(total: Summary, part: Partial<Summary>) {
   for (const key of Object.keys(part) as (keyof Summary)[]) total[key] += part[key] ?? 0;
 }
 
-const recordOf = (item: Item) => item.record ?? parsedOrText(item.text!);
-const payloadOf = (item: Item) => item.record ?? new EncodedJson(item.text!);
+const recordOf = (item: Item) => item.record ?? parsedOrText(textOf(item)!);
+const payloadOf = (item: Item) => item.record ?? new EncodedJson(item.json!);
 
 /** Items whose JSON text does not parse: the cause of an answer that the body is not JSON. */
 function unparsable(items: readonly Item[]): Map<number, { msg: string }[]> {
   const problems = new Map<number, { msg: string }[]>();
   items.forEach((item, index) => {
-    if (item.text === undefined) return;
+    const text = textOf(item);
+    if (text === undefined) return;
     try {
-      JSON.parse(item.text);
+      JSON.parse(text);
     } catch (error) {
       problems.set(index, [{ msg: `Not JSON: ${(error as Error).message}` }]);
     }
@@ -220,7 +222,7 @@ function readCheckpoint(file: string): Checkpoint | undefined {
 
 export async function runImport(options: ImportOptions): Promise<Summary> {
   const { client, source, file, concurrency, batchSize, rejectFile, checkpointFile, progress, signal } = options;
-  const sender = senderFor(client, source.target);
+  const sender = await senderFor(client, source.target);
   const earlier = options.resume && checkpointFile ? readCheckpoint(checkpointFile) : undefined;
   if (earlier && (earlier.size !== source.size || earlier.target !== source.target || earlier.batch_size !== batchSize)) {
     throw new Error(`${checkpointFile} is the checkpoint of another import (another file size, kind or batch size): remove it, or leave out --resume`);

@@ -1,7 +1,7 @@
 /** A file to import as the records of one endpoint: its format found, its rows mapped. */
 import fs from 'node:fs';
 import { AD_REPORTS } from './ad-reports.js';
-import { csvRows, fileShape, jsonArrayItems, ndjsonItems, parsedOrText, type Item } from './read.js';
+import { csvRows, fileShape, jsonArrayItems, ndjsonItems, parsedOrText, textOf, type Item } from './read.js';
 import { isShopifyOrders, shopifyOrder, shopifyOrderKey } from './shopify.js';
 
 export const KINDS = ['orders', 'spend', 'touchpoints'] as const;
@@ -40,8 +40,9 @@ const MAX_LEADING_PROBLEMS = 1000;
 
 /** The fields of a JSON item, or undefined when it is not a JSON object. */
 function fieldsOf(item: Item): string[] | undefined {
-  if (item.problem || item.text === undefined) return undefined;
-  const value = parsedOrText(item.text);
+  const text = textOf(item);
+  if (item.problem || text === undefined) return undefined;
+  const value = parsedOrText(text);
   return typeof value === 'object' && value !== null ? Object.keys(value) : undefined;
 }
 

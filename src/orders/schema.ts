@@ -3,9 +3,8 @@ import { COUNTRY_CODES, CURRENCY_CODES } from '../reference-codes.js';
 import { OptionalPageQuery, pageOf } from '../http/pagination.js';
 import type { NumberBounds } from '../http/exact-numbers.js';
 import { DateTime, Identifier, NonEmptyString, Text } from '../http/schemas.js';
+import { MAX_ALIASES_PER_REQUEST, MAX_ORDERS_PER_REQUEST } from '../request-limits.js';
 
-export const MAX_ORDERS_PER_REQUEST = 1000;
-export const MAX_ALIASES_PER_REQUEST = 2500;
 
 /**
  * The specification's maximum, its mirror as the minimum (discounts may be sent negative), and a

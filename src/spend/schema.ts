@@ -3,9 +3,9 @@ import type { NumberBounds } from '../http/exact-numbers.js';
 import { PageQuery, pageOf } from '../http/pagination.js';
 import { MAX_TEXT_LENGTH } from '../http/schemas.js';
 import { CURRENCY_CODES } from '../reference-codes.js';
+import { MAX_RECORDS_PER_REQUEST } from '../request-limits.js';
 import type { SpendCollection } from './collection.js';
 
-export const MAX_RECORDS_PER_REQUEST = 1000;
 /** Bounds of spend, impressions and clicks: order amounts' maximum, and a dozen decimal places. */
 export const MEASURE_BOUNDS: NumberBounds = { minimum: 0, maximum: 100_000_000_000_000, decimals: 12 };
 

@@ -1,10 +1,9 @@
 import { Type, type Static } from 'typebox';
 import { PageQuery, pageOf } from '../http/pagination.js';
 import { DateTime, Identifier, MAX_TEXT_LENGTH, NonEmptyString } from '../http/schemas.js';
+import { MAX_IDENTITIES_PER_REQUEST, MAX_TOUCHPOINTS_PER_REQUEST } from '../request-limits.js';
 import { AD_FIELDS, CHANNELS, CLICK_ID_FIELDS, CLICK_ID_PLATFORMS, MAX_CLICK_ID_LENGTH, MAX_UTM_LENGTH, UTM_FIELDS } from './derive.js';
 
-export const MAX_TOUCHPOINTS_PER_REQUEST = 1000;
-export const MAX_IDENTITIES_PER_REQUEST = 1000;
 
 /** Spend's bound on a platform name, so that every platform a touchpoint names can be one of spend's. */
 const MAX_PLATFORM_NAME_LENGTH = 64;
