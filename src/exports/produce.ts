@@ -1,5 +1,6 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
+import { createClientRepository } from '../clients/repository.js';
 import type { Database } from '../db/index.js';
 import { writeCsv } from './csv.js';
 import type { ExportJob } from './jobs.js';
@@ -25,6 +26,7 @@ export const exportDir = (exportsDir: string, exportId: string) => path.join(exp
  * time zone, with relative periods counted from the moment of creation.
  */
 export function createExportProducer({ db, exportsDir, rowsPerFile }: ProducerOptions) {
+  const clients = createClientRepository(db);
   return async (job: ExportJob, signal: AbortSignal) => {
     const attemptsDir = path.join(exportsDir, '.attempts');
     const attemptDir = path.join(attemptsDir, `${job.export_id}-${job.lease_token}`);
@@ -48,8 +50,7 @@ export function createExportProducer({ db, exportsDir, rowsPerFile }: ProducerOp
   };
 
   async function writeExport(job: ExportJob, dir: string, signal: AbortSignal) {
-    const [client] = await db.query<{ time_zone: string }>('SELECT time_zone FROM clients WHERE client_id = $1', [job.client_id]);
-    const planned = planExport(job.request as unknown as ExportRequest, client!.time_zone, new Date(job.created_at));
+    const planned = planExport(job.request as unknown as ExportRequest, await clients.timeZone(job.client_id), new Date(job.created_at));
     // A stored request was planned without problems when it was created; this is never expected.
     if ('problems' in planned) throw new Error(`The export request cannot be carried out: ${planned.problems.map((problem) => problem.msg).join('; ')}`);
     const { plan } = planned;
