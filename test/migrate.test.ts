@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import { test } from 'node:test';
 import type { Database } from '../src/db/index.js';
+import { TABLE_PLACEMENT, tablesWithoutPlacement } from '../src/db/citus.js';
 import { migrate } from '../src/db/migrate.js';
 import { openPostgres } from '../src/db/postgres.js';
 import { createTestDatabase, type TestDatabase } from './helpers.js';
@@ -49,6 +50,16 @@ test('migrating a migrated store keeps its data', async () => {
     await db.query("INSERT INTO clients (client_id, name) VALUES ('6b1f0c1e-2d3a-4e5b-8c6d-7e8f9a0b1c2d', 'kept')");
     assert.deepEqual(await migrate(db), { applied: [] });
     assert.deepEqual(await db.query('SELECT name FROM clients'), [{ name: 'kept' }]);
+  });
+});
+
+test('every table of the schema has its placement for Citus, and every placement its table', async () => {
+  await withStore({ migrated: true }, async ({ db }) => {
+    assert.deepEqual(await tablesWithoutPlacement(db), []);
+    const rows = await db.query<{ name: string }>(
+      `SELECT table_name AS name FROM information_schema.tables WHERE table_schema = current_schema() AND table_type = 'BASE TABLE'`,
+    );
+    assert.deepEqual(rows.map((row) => row.name).sort(), Object.keys(TABLE_PLACEMENT).sort());
   });
 });
 
