@@ -17,6 +17,7 @@ import { createLogger } from '../src/logger.js';
 import { openPglite } from '../src/db/pglite.js';
 import { openPostgres } from '../src/db/postgres.js';
 import { createExportJobs } from '../src/exports/jobs.js';
+import { recordingRoutes } from './citus-routing.js';
 import { createExportProducer } from '../src/exports/produce.js';
 import { startExportWorker, type ExportWorkerOptions } from '../src/exports/worker.js';
 import type { ErrorEnvelope } from '../src/http/error-envelope.js';
@@ -91,19 +92,29 @@ export async function createTestDatabase({ migrated = true }: { migrated?: boole
   if (citusUrl) await createCitusDatabase(citusUrl, name);
   else await onServer(serverUrl, (admin) => admin.query(`CREATE DATABASE ${name}`));
   const url = inDatabase(serverUrl, name);
-  const db = openPostgres({ connectionString: url, poolSize: 10 });
+  const postgres = openPostgres({ connectionString: url, poolSize: 10 });
+  // On Citus, every statement of the service is checked to stay on one shard when it is about one client.
+  const routes = citusUrl ? recordingRoutes(postgres) : undefined;
+  const db = routes?.db ?? postgres;
   if (migrated) await migrate(db);
   return {
     db,
     url,
     async drop() {
-      await db.close();
-      await onServer(serverUrl, async (admin) => {
-        if (citusUrl) await admin.query('SET citus.enable_create_database_propagation = on');
-        await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-      });
+      try {
+        await routes?.check();
+      } finally {
+        await db.close();
+        await dropDatabase();
+      }
     },
   };
+  async function dropDatabase() {
+    await onServer(serverUrl!, async (admin) => {
+      if (citusUrl) await admin.query('SET citus.enable_create_database_propagation = on');
+      await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+    });
+  }
 }
 
 /** A store for a child process (the CLI, a server) and a way to open it in the test process. */

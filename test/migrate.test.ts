@@ -5,7 +5,7 @@ import type { Database } from '../src/db/index.js';
 import { TABLE_PLACEMENT, tablesWithoutPlacement } from '../src/db/citus.js';
 import { migrate } from '../src/db/migrate.js';
 import { openPostgres } from '../src/db/postgres.js';
-import { createTestDatabase, type TestDatabase } from './helpers.js';
+import { createTestDatabase, serverUrl, type TestDatabase } from './helpers.js';
 
 /** Every migration file, by version, in the order they apply. */
 const VERSIONS = fs
@@ -65,7 +65,7 @@ test('every table of the schema has its placement for Citus, and every placement
 
 test(
   'processes migrating one PostgreSQL database at once all succeed and apply each migration once',
-  { skip: !process.env.DATABASE_URL },
+  { skip: !serverUrl },
   async () => {
     await withStore({ migrated: false }, async ({ url }) => {
       const handles = Array.from({ length: 4 }, () => openPostgres({ connectionString: url!, poolSize: 1 }));
