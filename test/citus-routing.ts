@@ -29,11 +29,25 @@ interface Recorded {
 const CURSOR = /^\s*DECLARE \w+ NO SCROLL CURSOR (WITH HOLD )?FOR /;
 const EXPLAINABLE = /^\s*(SELECT|INSERT|UPDATE|DELETE|WITH)\b/i;
 
-/** The first frame of the service's code below the data-access seam, or undefined for the tests' own statements. */
+/**
+ * The function of the service's code that sent a statement (`src/…/file.ts:function`), or
+ * undefined for the tests' own statements. Read from the call sites, not a formatted stack:
+ * formatting one applies the source maps, which blocked the event loop long enough to trip the
+ * overload protection.
+ */
 function serviceCaller(): string | undefined {
-  const frames = (new Error().stack ?? '').split('\n').slice(1);
-  const frame = frames.find((line) => !line.includes('/src/db/') && !line.includes('/test/citus-routing.ts') && /\/(src|test)\//.test(line));
-  return frame?.includes('/src/') ? frame.replace(/^.*\/src\//, 'src/').replace(/\)?$/, '') : undefined;
+  const original = Error.prepareStackTrace;
+  Error.prepareStackTrace = (_error, sites) => sites;
+  const holder: { stack?: unknown } = {};
+  Error.captureStackTrace(holder, serviceCaller);
+  const sites = holder.stack as NodeJS.CallSite[];
+  Error.prepareStackTrace = original;
+  const site = sites.find((callSite) => {
+    const file = callSite.getFileName() ?? '';
+    return !file.includes('/src/db/') && !file.endsWith('/test/citus-routing.ts') && /\/(src|test)\//.test(file);
+  });
+  const file = site?.getFileName() ?? '';
+  return file.includes('/src/') ? `${file.replace(/^.*\/src\//, 'src/')}:${site!.getFunctionName() ?? '(anonymous)'}` : undefined;
 }
 
 /**
