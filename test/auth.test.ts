@@ -172,8 +172,13 @@ describe('API keys', () => {
       'with-second-key',
     ]);
 
+    const revokedAt = async () =>
+      (await service.db.query<{ revoked_at: Date }>('SELECT revoked_at FROM api_keys WHERE client_id = $1 AND key_id = $2', [client.client_id, client.key_id]))[0]!.revoked_at;
+    const first = await revokedAt();
+    assert.ok(first instanceof Date);
     const again = await revokeKey(client.client_id, client.key_id);
     assert.equal(again.statusCode, 204, again.body);
+    assert.equal((await revokedAt()).getTime(), first.getTime(), 'revoking again keeps the time of the first revocation');
     assertErrorEnvelope((await apiRequests(client.headers))[1], 401);
   });
 

@@ -7,10 +7,10 @@ import net from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { freePort } from '../bench/server.js';
-import { ADMIN_TOKEN, createChildStore, makeOrder, pgliteEnv, tempDir, type ChildStore } from './helpers.js';
+import { ADMIN_TOKEN, createChildStore, makeOrder, pgliteEnv, serverUrl, tempDir, type ChildStore } from './helpers.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
-const onPostgres = Boolean(process.env.DATABASE_URL);
+const onPostgres = Boolean(serverUrl);
 
 /**
  * `tributary serve <args>` from the sources, in a process group of its own (as a service manager

@@ -6,11 +6,11 @@ import http from 'node:http';
 import { test } from 'node:test';
 import { freePort } from '../bench/server.js';
 import { random } from '../bench/generate.js';
-import { ADMIN_TOKEN, createChildStore, minimalOrder, startCli } from './helpers.js';
+import { ADMIN_TOKEN, createChildStore, minimalOrder, serverUrl, startCli } from './helpers.js';
 
 // Several server processes over one store, one after the other, each killed: PostgreSQL only
 // (an embedded store killed in the middle of a write is another matter, and another test's).
-const postgres = Boolean(process.env.DATABASE_URL);
+const postgres = Boolean(serverUrl);
 
 const ROUNDS = 7; // kill/restart rounds
 const CONNECTIONS = 3; // concurrent client connections

@@ -7,10 +7,10 @@ import { after, test } from 'node:test';
 import pg from 'pg';
 import { createClientRepository } from '../src/clients/repository.js';
 import { createExportJobs, type ExportJob } from '../src/exports/jobs.js';
-import { createChildStore, startCli } from './helpers.js';
+import { createChildStore, serverUrl, startCli } from './helpers.js';
 
 // Worker processes share a store only on PostgreSQL: the embedded one belongs to one process.
-const postgres = Boolean(process.env.DATABASE_URL);
+const postgres = Boolean(serverUrl);
 const store = await createChildStore();
 after(() => store.cleanup());
 

@@ -151,7 +151,8 @@ test('a worker whose listening connection is cut listens again, and picks up a j
   try {
     const [listener, ...others] = await listeners();
     assert.ok(listener && others.length === 0, 'one listening connection');
-    await store.db.query('SELECT pg_terminate_backend($1)', [listener.pid]);
+    // Typed: Citus adds pg_terminate_backend(bigint), for its cluster-wide process ids.
+    await store.db.query('SELECT pg_terminate_backend($1::int)', [listener.pid]);
     await createdAndPickedUp(tenant, pickedUp);
     const [again] = await listeners();
     assert.ok(again && again.pid !== listener.pid, 'listening on a new connection');

@@ -17,6 +17,7 @@ import { createLogger } from '../src/logger.js';
 import { openPglite } from '../src/db/pglite.js';
 import { openPostgres } from '../src/db/postgres.js';
 import { createExportJobs } from '../src/exports/jobs.js';
+import { recordingRoutes } from './citus-routing.js';
 import { createExportProducer } from '../src/exports/produce.js';
 import { startExportWorker, type ExportWorkerOptions } from '../src/exports/worker.js';
 import type { ErrorEnvelope } from '../src/http/error-envelope.js';
@@ -30,38 +31,90 @@ export interface TestDatabase {
   drop(): Promise<void>;
 }
 
+/** The Citus coordinator the suite runs against when CITUS_URL is set (see docs/scaling.md). */
+export const citusUrl = process.env.CITUS_URL || undefined;
+/** The PostgreSQL server test databases are created on: the Citus coordinator, or DATABASE_URL. */
+export const serverUrl = citusUrl ?? (process.env.DATABASE_URL || undefined);
+
+async function onServer<T>(url: string, work: (client: pg.Client) => Promise<T>): Promise<T> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    return await work(client);
+  } finally {
+    await client.end();
+  }
+}
+
+const inDatabase = (url: string, name: string, host?: { name: string; port: number }) => {
+  const copy = new URL(url);
+  copy.pathname = `/${name}`;
+  if (host) [copy.hostname, copy.port] = [host.name, String(host.port)];
+  return copy.toString();
+};
+
 /**
- * A fresh, empty store for one test file: a new database on the server named by DATABASE_URL
- * (dropped afterwards), or an in-memory PGlite when DATABASE_URL is unset. It is migrated
- * unless `migrated: false` is given.
+ * Creates database `name` on the coordinator of CITUS_URL and on its workers, with the citus
+ * extension in each and the same nodes as CITUS_URL's database: a fresh Citus cluster's database.
+ */
+async function createCitusDatabase(coordinatorUrl: string, name: string): Promise<void> {
+  const nodes = await onServer(coordinatorUrl, async (admin) => {
+    await admin.query('SET citus.enable_create_database_propagation = on');
+    await admin.query(`CREATE DATABASE ${name}`);
+    return (
+      await admin.query<{ name: string; port: number; coordinator: boolean }>(
+        `SELECT nodename AS name, nodeport AS port, groupid = 0 AS coordinator FROM pg_dist_node WHERE noderole = 'primary' ORDER BY nodeid`,
+      )
+    ).rows;
+  });
+  const workers = nodes.filter((node) => !node.coordinator);
+  for (const worker of workers) await onServer(inDatabase(coordinatorUrl, name, worker), (c) => c.query('CREATE EXTENSION citus'));
+  await onServer(inDatabase(coordinatorUrl, name), async (c) => {
+    await c.query('CREATE EXTENSION citus');
+    const coordinator = nodes.find((node) => node.coordinator);
+    if (coordinator) await c.query('SELECT citus_set_coordinator_host($1, $2)', [coordinator.name, coordinator.port]);
+    for (const worker of workers) await c.query('SELECT citus_add_node($1, $2)', [worker.name, worker.port]);
+  });
+}
+
+/**
+ * A fresh, empty store for one test file: a new database on the server named by CITUS_URL (a
+ * Citus coordinator, the database then made on every node) or DATABASE_URL, dropped afterwards;
+ * or an in-memory PGlite when neither is set. It is migrated unless `migrated: false` is given.
  */
 export async function createTestDatabase({ migrated = true }: { migrated?: boolean } = {}): Promise<TestDatabase> {
-  const serverUrl = process.env.DATABASE_URL;
   if (!serverUrl) {
     const db = await openPglite(undefined);
     if (migrated) await migrate(db);
     return { db, url: undefined, drop: () => db.close() };
   }
   const name = `tributary_test_${randomBytes(6).toString('hex')}`;
-  const admin = new pg.Client({ connectionString: serverUrl });
-  await admin.connect();
-  await admin.query(`CREATE DATABASE ${name}`);
-  await admin.end();
-  const url = new URL(serverUrl);
-  url.pathname = `/${name}`;
-  const db = openPostgres({ connectionString: url.toString(), poolSize: 10 });
+  if (citusUrl) await createCitusDatabase(citusUrl, name);
+  else await onServer(serverUrl, (admin) => admin.query(`CREATE DATABASE ${name}`));
+  const url = inDatabase(serverUrl, name);
+  const postgres = openPostgres({ connectionString: url, poolSize: 10 });
+  // On Citus, every statement of the service is checked to stay on one shard when it is about one client.
+  const routes = citusUrl ? recordingRoutes(postgres) : undefined;
+  const db = routes?.db ?? postgres;
   if (migrated) await migrate(db);
   return {
     db,
-    url: url.toString(),
+    url,
     async drop() {
-      await db.close();
-      const cleanup = new pg.Client({ connectionString: serverUrl });
-      await cleanup.connect();
-      await cleanup.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-      await cleanup.end();
+      try {
+        await routes?.check();
+      } finally {
+        await db.close();
+        await dropDatabase();
+      }
     },
   };
+  async function dropDatabase() {
+    await onServer(serverUrl!, async (admin) => {
+      if (citusUrl) await admin.query('SET citus.enable_create_database_propagation = on');
+      await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+    });
+  }
 }
 
 /** A store for a child process (the CLI, a server) and a way to open it in the test process. */
@@ -104,7 +157,7 @@ export async function startCli(command: 'serve' | 'worker', env: NodeJS.ProcessE
 export async function createChildStore(): Promise<ChildStore> {
   const dataDir = tempDir();
   const removeDataDir = async () => fs.rmSync(dataDir, { recursive: true, force: true });
-  if (process.env.DATABASE_URL) {
+  if (serverUrl) {
     const postgres = await createTestDatabase({ migrated: false });
     return {
       env: { ...pgliteEnv(dataDir), DATABASE_URL: postgres.url },

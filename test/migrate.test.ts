@@ -2,9 +2,10 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import { test } from 'node:test';
 import type { Database } from '../src/db/index.js';
+import { TABLE_PLACEMENT, tablesWithoutPlacement } from '../src/db/citus.js';
 import { migrate } from '../src/db/migrate.js';
 import { openPostgres } from '../src/db/postgres.js';
-import { createTestDatabase, type TestDatabase } from './helpers.js';
+import { createTestDatabase, serverUrl, type TestDatabase } from './helpers.js';
 
 /** Every migration file, by version, in the order they apply. */
 const VERSIONS = fs
@@ -52,9 +53,19 @@ test('migrating a migrated store keeps its data', async () => {
   });
 });
 
+test('every table of the schema has its placement for Citus, and every placement its table', async () => {
+  await withStore({ migrated: true }, async ({ db }) => {
+    assert.deepEqual(await tablesWithoutPlacement(db), []);
+    const rows = await db.query<{ name: string }>(
+      `SELECT table_name AS name FROM information_schema.tables WHERE table_schema = current_schema() AND table_type = 'BASE TABLE'`,
+    );
+    assert.deepEqual(rows.map((row) => row.name).sort(), Object.keys(TABLE_PLACEMENT).sort());
+  });
+});
+
 test(
   'processes migrating one PostgreSQL database at once all succeed and apply each migration once',
-  { skip: !process.env.DATABASE_URL },
+  { skip: !serverUrl },
   async () => {
     await withStore({ migrated: false }, async ({ url }) => {
       const handles = Array.from({ length: 4 }, () => openPostgres({ connectionString: url!, poolSize: 1 }));

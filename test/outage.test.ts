@@ -20,6 +20,7 @@ import {
   minimalOrder,
   pgliteEnv,
   postOrders,
+  serverUrl,
   startCli,
   startService,
   tempDir,
@@ -30,7 +31,7 @@ import {
 // Hardening: what the service does when its database goes away, and when it has more work than
 // its event loop can do.
 
-const postgresOnly = !process.env.DATABASE_URL && 'PostgreSQL only: the embedded store lives in the process and cannot be cut off';
+const postgresOnly = !serverUrl && 'PostgreSQL only: the embedded store lives in the process and cannot be cut off';
 
 /**
  * A TCP relay to PostgreSQL that can be stopped (listener closed, every connection destroyed:

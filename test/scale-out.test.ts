@@ -9,11 +9,11 @@ import pg from 'pg';
 import type { Database } from '../src/db/index.js';
 import { random } from '../bench/generate.js';
 import { freePort } from '../bench/server.js';
-import { ADMIN_TOKEN, createChildStore, minimalOrder, startCli, tempDir, type ChildStore } from './helpers.js';
+import { ADMIN_TOKEN, createChildStore, minimalOrder, serverUrl, startCli, tempDir, type ChildStore } from './helpers.js';
 
 // Two API processes and two export workers over one database: processes share a store only on
 // PostgreSQL (the embedded one belongs to one process).
-const postgres = Boolean(process.env.DATABASE_URL);
+const postgres = Boolean(serverUrl);
 
 const SEED = Number(process.env.SCALE_OUT_SEED ?? 20_240_308);
 /** API processes, each written to by its own connections (a "writer" is one process). */

@@ -195,10 +195,15 @@ async function rowCounts() {
   return row!;
 }
 
-/** Moves the timestamps of a client's records one day back, as if they were written yesterday. */
+/**
+ * Moves the timestamps of a client's records one day back, as if they were written yesterday.
+ * Through UTC, so that every function is immutable: Citus refuses a stable one (timestamptz minus
+ * interval) applied to a column in an UPDATE.
+ */
 async function backdate(c: Collection, client: TestClient) {
+  const dayBefore = (column: string) => `${column} = (${column} AT TIME ZONE 'UTC' - interval '1 day') AT TIME ZONE 'UTC'`;
   await service.db.query(
-    `UPDATE ${c.table} SET created_at = created_at - interval '1 day', updated_at = updated_at - interval '1 day' WHERE client_id = $1`,
+    `UPDATE ${c.table} SET ${dayBefore('created_at')}, ${dayBefore('updated_at')} WHERE client_id = $1`,
     [client.client_id],
   );
 }

@@ -120,13 +120,17 @@ export function createClientRepository(db: Database) {
       });
     },
 
-    /** Revokes a key at once (again is harmless); false when the client has no such key. */
+    /**
+     * Revokes a key at once (again is harmless, and keeps the first time); false when the client
+     * has no such key. The time is this process's, passed in: Citus refuses now() inside the
+     * coalesce of an UPDATE.
+     */
     async revokeKey(clientId: string, keyId: string): Promise<boolean> {
       const rows = await db.query(
-        `UPDATE api_keys SET revoked_at = coalesce(revoked_at, now())
+        `UPDATE api_keys SET revoked_at = coalesce(revoked_at, $3::timestamptz)
           WHERE client_id = $1 AND key_id = $2
           RETURNING key_id`,
-        [clientId, keyId],
+        [clientId, keyId, new Date()],
       );
       return rows.length > 0;
     },

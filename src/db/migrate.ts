@@ -1,5 +1,7 @@
 import fs from 'node:fs/promises';
+import { hasCitus, placeTables } from './citus.js';
 import type { Database } from './database.js';
+import { splitStatements } from './sql-script.js';
 
 const MIGRATIONS_DIR = new URL('../../migrations/', import.meta.url);
 /** Arbitrary constant: the advisory lock that serialises processes migrating at the same time. */
@@ -12,7 +14,9 @@ export interface MigrationResult {
 /**
  * Applies every file of migrations/ not yet recorded in schema_migrations, in name order, in
  * one transaction. Processes starting together queue on an advisory lock; the first applies
- * the migrations and the others find nothing left to do.
+ * the migrations and the others find nothing left to do. On a Citus coordinator, the tables are
+ * then placed (distributed, reference or left on the coordinator, src/db/citus.ts), in the same
+ * transaction; on plain PostgreSQL and the embedded store nothing more happens.
  */
 export async function migrate(db: Database): Promise<MigrationResult> {
   const files = (await fs.readdir(MIGRATIONS_DIR)).filter((name) => name.endsWith('.sql')).sort();
@@ -29,10 +33,13 @@ export async function migrate(db: Database): Promise<MigrationResult> {
     for (const file of files) {
       const version = file.replace(/\.sql$/, '');
       if (done.has(version)) continue;
-      await tx.exec(await fs.readFile(new URL(file, MIGRATIONS_DIR), 'utf8'));
+      // One statement at a time: Citus refuses some DDL of a distributed table sent in a script
+      // of several statements ("cannot insert multiple commands into a prepared statement").
+      for (const statement of splitStatements(await fs.readFile(new URL(file, MIGRATIONS_DIR), 'utf8'))) await tx.exec(statement);
       await tx.query('INSERT INTO schema_migrations (version) VALUES ($1)', [version]);
       applied.push(version);
     }
+    if (await hasCitus(tx)) await placeTables(tx);
     return { applied };
   });
 }

@@ -149,10 +149,12 @@ export function createOrderRepository(db: Database) {
         // the upsert takes them; the UPDATE then finds its rows by key among those (a join to
         // them was planned as a hash of all the client's orders on a table without statistics).
         // The orders it does not return are unknown; `both` names the pairs of exclusive fields
-        // the merged body would hold.
+        // the merged body would hold. The new time of purchase is read in `patch`: Citus refuses
+        // the text-to-timestamptz cast (not immutable) inside the UPDATE's coalesce.
         const rows = await tx.query<{ n: number; both: string[] }>(
           `WITH patch AS (
              SELECT p.body->>'order_id' AS order_id, p.n::int - 1 AS n,
+                    (p.body->>'time_of_purchase')::timestamptz AS time_of_purchase,
                     (SELECT jsonb_object_agg(f.key, f.value) FROM jsonb_each(p.body) AS f
                       WHERE f.value <> 'null'::jsonb AND f.key <> 'alternate_order_ids') AS fields,
                     ARRAY(SELECT f.key FROM jsonb_each(p.body) AS f WHERE f.value = 'null'::jsonb) AS cleared
@@ -167,7 +169,7 @@ export function createOrderRepository(db: Database) {
            )
            UPDATE orders o
               SET body = (o.body - p.cleared) || p.fields,
-                  time_of_purchase = coalesce((p.fields->>'time_of_purchase')::timestamptz, o.time_of_purchase),
+                  time_of_purchase = coalesce(p.time_of_purchase, o.time_of_purchase),
                   updated_at = greatest(o.updated_at, $4::timestamptz)
              FROM patch p
             WHERE o.client_id = $1 AND o.environment = $2

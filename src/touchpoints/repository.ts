@@ -59,11 +59,10 @@ export function createTouchpointRepository(db: Queryable) {
    * The touchpoints a filter matches (a SELECT of whole rows). A customer's are those it was
    * sent with, and those of visitors linked to it that were sent without one: two disjoint
    * index scans, the visitors found by their direct links (an index) and by their order links
-   * (the client's order links, each order found by its key).
+   * (the client's order links, each order found by its key). `tenantOf(alias)` is the condition
+   * that a table's rows are the client's.
    */
-  function matching(tenant: Tenant, filter: TouchpointFilter, params: Parameters): string {
-    const [client, environment] = [params.add(tenant.clientId, 'uuid'), params.add(tenant.environment, 'text')];
-    const tenantOf = (alias: string) => `${alias}.client_id = ${client} AND ${alias}.environment = ${environment}`;
+  function matching(tenantOf: (alias: string) => string, filter: TouchpointFilter, params: Parameters): string {
     const time = [
       ...(filter.start === undefined ? [] : [`t.occurred_at >= ${params.add(filter.start, 'timestamptz')}`]),
       ...(filter.end === undefined ? [] : [`t.occurred_at <= ${params.add(filter.end, 'timestamptz')}`]),
@@ -120,14 +119,18 @@ export function createTouchpointRepository(db: Queryable) {
     /** One page of the touchpoints a filter matches, by occurred_at then touchpoint_id, and how many there are. */
     async list(tenant: Tenant, filter: TouchpointFilter, page: number, pageSize: number): Promise<{ items: string; total: number }> {
       const params = new Parameters();
-      const matched = matching(tenant, filter, params);
+      const [client, environment] = [params.add(tenant.clientId, 'uuid'), params.add(tenant.environment, 'text')];
+      // Every table's rows are the client's by its own condition, not only through a join: Citus
+      // then sends the whole statement to the client's shard.
+      const tenantOf = (alias: string) => `${alias}.client_id = ${client} AND ${alias}.environment = ${environment}`;
+      const matched = matching(tenantOf, filter, params);
       const [limit, offset] = [params.add(pageSize, 'int'), params.add((page - 1) * pageSize, 'bigint')];
       const [row] = await db.query<{ items: string; total: number }>(
         `SELECT (SELECT count(*)::int FROM (${matched}) m) AS total,
                 (SELECT ${touchpointsJson('p', 'p.occurred_at, p.touchpoint_id')}
                    FROM (SELECT * FROM (${matched}) m ORDER BY occurred_at, touchpoint_id LIMIT ${limit} OFFSET ${offset}) p
-                   LEFT JOIN identities i ON i.client_id = p.client_id AND i.environment = p.environment AND i.visitor_id = p.visitor_id
-                   LEFT JOIN orders o ON o.client_id = i.client_id AND o.environment = i.environment AND o.order_id = i.order_id) AS items`,
+                   LEFT JOIN identities i ON ${tenantOf('i')} AND i.visitor_id = p.visitor_id
+                   LEFT JOIN orders o ON ${tenantOf('o')} AND o.order_id = i.order_id) AS items`,
         params.values,
       );
       return row!;
