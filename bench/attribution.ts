@@ -374,10 +374,10 @@ async function atScale(store: Store): Promise<Row[]> {
 async function benchStore(store: Store): Promise<string[][]> {
   try {
     const rows = await ingestion(store);
-    if (INGESTION_ONLY) return rows;
+    if (INGESTION_ONLY) return rows.map((row) => [store.name, ...row]);
     const scale = await anotherStore(store);
     try {
-      return [...rows, ...(await atScale(scale))];
+      return [...rows, ...(await atScale(scale))].map((row) => [store.name, ...row]);
     } finally {
       await scale.drop();
     }
@@ -390,4 +390,5 @@ console.log(
   `attribution: touchpoints in batches of ${BATCH_SIZE} from ${CONNECTIONS} connections for ${SECONDS} s` +
     (INGESTION_ONLY ? '' : `; then ${thousands(ORDERS)} orders, ${thousands(VISITS)} visits, ${thousands(VIEWS)} views of ${thousands(VISITORS)} visitors`),
 );
-await benchEachStore(['part', 'value', 'unit', 'p50 ms', 'p99 ms', 'target'], 1, benchStore, { embedded: false });
+// PostgreSQL's and Citus's rows are told apart by their first cell.
+await benchEachStore(['store', 'part', 'value', 'unit', 'p50 ms', 'p99 ms', 'target'], 2, benchStore, { embedded: false });
