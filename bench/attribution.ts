@@ -1,6 +1,6 @@
 /**
- * Attribution at scale, on PostgreSQL only (the embedded store is not run: a data set of this
- * size is beyond what it is for, see docs/benchmarks.md):
+ * Attribution at scale, on PostgreSQL only, DATABASE_URL's and CITUS_URL's when it is set (the
+ * embedded store is not run: a data set of this size is beyond what it is for, see docs/benchmarks.md):
  *
  * 1. touchpoint ingestion over HTTP: batches of 1,000 realistic visits to POST /v1/touchpoints
  *    from several connections for BENCH_SECONDS (15), then, with the server stopped, its
@@ -22,6 +22,7 @@
  *
  *   npm run bench:attribution                 # PostgreSQL from DATABASE_URL
  *   BENCH_ATTRIBUTION_ORDERS=100000 BENCH_ATTRIBUTION_VISITS=500000 npm run bench:attribution
+ *   BENCH_ATTRIBUTION_INGESTION_ONLY=1 npm run bench:attribution   # part 1 alone
  */
 import fs from 'node:fs';
 import pg from 'pg';
@@ -39,6 +40,7 @@ import { ORDER_CUSTOMER_FACTOR, insertOrders } from './seed.js';
 import { anotherStore, benchEachStore, startServer, type RunningServer, type Store } from './server.js';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 15);
+const INGESTION_ONLY = Boolean(process.env.BENCH_ATTRIBUTION_INGESTION_ONLY);
 const ORDERS = Number(process.env.BENCH_ATTRIBUTION_ORDERS ?? 1_000_000);
 const VISITS = Number(process.env.BENCH_ATTRIBUTION_VISITS ?? 5_000_000);
 const VIEWS = VISITS / 10;
@@ -372,9 +374,10 @@ async function atScale(store: Store): Promise<Row[]> {
 async function benchStore(store: Store): Promise<string[][]> {
   try {
     const rows = await ingestion(store);
+    if (INGESTION_ONLY) return rows.map((row) => [store.name, ...row]);
     const scale = await anotherStore(store);
     try {
-      return [...rows, ...(await atScale(scale))];
+      return [...rows, ...(await atScale(scale))].map((row) => [store.name, ...row]);
     } finally {
       await scale.drop();
     }
@@ -384,7 +387,8 @@ async function benchStore(store: Store): Promise<string[][]> {
 }
 
 console.log(
-  `attribution: touchpoints in batches of ${BATCH_SIZE} from ${CONNECTIONS} connections for ${SECONDS} s; then ${thousands(ORDERS)} orders, ` +
-    `${thousands(VISITS)} visits, ${thousands(VIEWS)} views of ${thousands(VISITORS)} visitors`,
+  `attribution: touchpoints in batches of ${BATCH_SIZE} from ${CONNECTIONS} connections for ${SECONDS} s` +
+    (INGESTION_ONLY ? '' : `; then ${thousands(ORDERS)} orders, ${thousands(VISITS)} visits, ${thousands(VIEWS)} views of ${thousands(VISITORS)} visitors`),
 );
-await benchEachStore(['part', 'value', 'unit', 'p50 ms', 'p99 ms', 'target'], 1, benchStore, { embedded: false });
+// PostgreSQL's and Citus's rows are told apart by their first cell.
+await benchEachStore(['store', 'part', 'value', 'unit', 'p50 ms', 'p99 ms', 'target'], 2, benchStore, { embedded: false });

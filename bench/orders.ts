@@ -1,7 +1,7 @@
 /**
  * Order ingestion over HTTP: batches of 1,000 realistic orders from several connections for a
  * fixed time, first new orders, then the same orders again (updates), on each store, and on
- * PostgreSQL once more with two API processes (`WEB_CONCURRENCY=2`). Then the
+ * PostgreSQL (and Citus) once more with two API processes (`WEB_CONCURRENCY=2`). Then the
  * ceilings, on the same store with the server stopped: (1) the same batches through the data
  * layer directly (no HTTP, no validation), (2) the same orders loaded by the database itself
  * with COPY into a table of the orders' shape (no aliases). Also validation alone (JSON parsing
@@ -10,6 +10,7 @@
  *   npm run bench:orders                      # both stores; PostgreSQL from DATABASE_URL
  *   BENCH_SECONDS=30 BENCH_CONNECTIONS=8 npm run bench:orders
  *   BENCH_RUNS=3 npm run bench:orders         # three runs, and the median of each figure
+ *   CITUS_URL=postgres://…@coordinator/db npm run bench:orders   # also on a Citus coordinator
  */
 import { PGlite } from '@electric-sql/pglite';
 import pg from 'pg';
@@ -44,6 +45,8 @@ async function copySender(store: Store): Promise<{ send: (csv: string) => Promis
   if (store.env.DATABASE_URL) {
     const pool = new pg.Pool({ connectionString: store.env.DATABASE_URL, max: CONNECTIONS });
     await pool.query(create);
+    // On Citus, placed as orders is: its rows go to the client's shard, through the coordinator.
+    if (store.name === 'citus') await pool.query(`SELECT create_distributed_table('orders_copy', 'client_id', colocate_with => 'orders')`);
     return {
       async send(csv) {
         const client = await pool.connect();
@@ -126,7 +129,7 @@ async function benchStore(store: Store): Promise<string[][]> {
     console.log(`${store.name}: started in ${single.server.startupMs} ms (to /readyz)`);
     // Several API processes share one database, which the embedded store cannot. A new database,
     // so that both server configurations start from empty tables.
-    const two = store.name === 'postgres' ? await onAnotherStore(store, (fresh) => httpPhases(fresh, 2)) : undefined;
+    const two = store.name !== 'pglite' ? await onAnotherStore(store, (fresh) => httpPhases(fresh, 2)) : undefined;
 
     // Ceiling 1: the data layer, on new order ids.
     const db = await openDatabase({ databaseUrl: store.env.DATABASE_URL || undefined, dataDir: store.env.DATA_DIR ?? '', databasePoolSize: CONNECTIONS });

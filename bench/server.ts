@@ -1,18 +1,17 @@
 /** Runs the service as a user would, in a child process, for the benchmarks. */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import readline from 'node:readline';
-import pg from 'pg';
+import { createScratchDatabase } from '../test/databases.js';
 
 const ADMIN_TOKEN = 'bench-admin-token-0123456789abcdef';
 const CLI = new URL('../dist/cli.js', import.meta.url).pathname;
 
 export interface Store {
-  name: 'pglite' | 'postgres';
+  name: 'pglite' | 'postgres' | 'citus';
   env: NodeJS.ProcessEnv;
   drop(): Promise<void>;
 }
@@ -27,37 +26,32 @@ function pgliteStore(): Store {
   };
 }
 
-/** A new, empty database on the PostgreSQL server of `serverUrl`, dropped afterwards. */
-async function postgresStore(serverUrl: string): Promise<Store> {
-  const name = `tributary_bench_${randomBytes(4).toString('hex')}`;
-  const admin = async (sql: string) => {
-    const client = new pg.Client({ connectionString: serverUrl });
-    await client.connect();
-    try {
-      await client.query(sql);
-    } finally {
-      await client.end();
-    }
-  };
-  await admin(`CREATE DATABASE ${name}`);
-  const url = new URL(serverUrl);
-  url.pathname = `/${name}`;
-  return { name: 'postgres', env: { DATABASE_URL: url.toString() }, drop: () => admin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`) };
+const POSTGRES_URL = process.env.DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/test';
+/** A Citus coordinator, as the test suite's CITUS_URL: the benchmarks run there too when it is set. */
+const CITUS_URL = process.env.CITUS_URL || undefined;
+
+/**
+ * A new, empty database, dropped afterwards: on the PostgreSQL server of DATABASE_URL, or on the
+ * Citus coordinator of CITUS_URL and its workers, made as the test suite makes its own.
+ */
+async function serverStore(name: 'postgres' | 'citus'): Promise<Store> {
+  const server = name === 'citus' ? { url: CITUS_URL!, citus: true } : { url: POSTGRES_URL, citus: false };
+  const database = await createScratchDatabase(server, 'tributary_bench');
+  return { name, env: { DATABASE_URL: database.url }, drop: database.drop };
 }
 
-const POSTGRES_URL = process.env.DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/test';
-
 /** A new, empty store of the same kind as `store`. */
-export const anotherStore = (store: Store): Promise<Store> => (store.name === 'postgres' ? postgresStore(POSTGRES_URL) : Promise.resolve(pgliteStore()));
+export const anotherStore = (store: Store): Promise<Store> => (store.name === 'pglite' ? Promise.resolve(pgliteStore()) : serverStore(store.name));
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 1);
 
 /**
  * Runs a benchmark on a new database of the PostgreSQL server of DATABASE_URL (default: the
- * local one; skipped, saying why, when it fails there) and on a new embedded store (unless
- * `embedded` is false), BENCH_RUNS times (default 1), then prints the rows it measured as one
- * table under `header`: each run's, and with several runs the median of every figure, rows
- * matched by their first `labels` cells.
+ * local one), on a new database of the Citus coordinator of CITUS_URL when it is set (each
+ * skipped, saying why, when it fails there) and on a new embedded store (unless `embedded` is
+ * false), BENCH_RUNS times (default 1), then prints the rows it measured as one table under
+ * `header`: each run's, and with several runs the median of every figure, rows matched by their
+ * first `labels` cells.
  */
 export async function benchEachStore(
   header: string[],
@@ -65,13 +59,16 @@ export async function benchEachStore(
   bench: (store: Store) => Promise<string[][]>,
   { embedded = true }: { embedded?: boolean } = {},
 ): Promise<void> {
+  const servers = CITUS_URL ? (['postgres', 'citus'] as const) : (['postgres'] as const);
   const runs: string[][][] = [];
   for (let run = 1; run <= RUNS; run++) {
     const rows: string[][] = [];
-    try {
-      rows.push(...(await bench(await postgresStore(POSTGRES_URL))));
-    } catch (error) {
-      console.log(`PostgreSQL skipped: ${(error as Error).message}`);
+    for (const server of servers) {
+      try {
+        rows.push(...(await bench(await serverStore(server))));
+      } catch (error) {
+        console.log(`${server === 'citus' ? 'Citus' : 'PostgreSQL'} skipped: ${(error as Error).message}`);
+      }
     }
     if (embedded) rows.push(...(await bench(pgliteStore())));
     runs.push(rows);

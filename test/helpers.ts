@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -8,7 +7,6 @@ import path from 'node:path';
 import { Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import type { LightMyRequestResponse } from 'fastify';
-import pg from 'pg';
 import { buildApp } from '../src/app.js';
 import { loadConfig, type Config } from '../src/config.js';
 import { openDatabase, type Database } from '../src/db/index.js';
@@ -18,6 +16,7 @@ import { openPglite } from '../src/db/pglite.js';
 import { openPostgres } from '../src/db/postgres.js';
 import { createExportJobs } from '../src/exports/jobs.js';
 import { recordingRoutes } from './citus-routing.js';
+import { createScratchDatabase } from './databases.js';
 import { createExportProducer } from '../src/exports/produce.js';
 import { startExportWorker, type ExportWorkerOptions } from '../src/exports/worker.js';
 import type { ErrorEnvelope } from '../src/http/error-envelope.js';
@@ -36,47 +35,6 @@ export const citusUrl = process.env.CITUS_URL || undefined;
 /** The PostgreSQL server test databases are created on: the Citus coordinator, or DATABASE_URL. */
 export const serverUrl = citusUrl ?? (process.env.DATABASE_URL || undefined);
 
-async function onServer<T>(url: string, work: (client: pg.Client) => Promise<T>): Promise<T> {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    return await work(client);
-  } finally {
-    await client.end();
-  }
-}
-
-const inDatabase = (url: string, name: string, host?: { name: string; port: number }) => {
-  const copy = new URL(url);
-  copy.pathname = `/${name}`;
-  if (host) [copy.hostname, copy.port] = [host.name, String(host.port)];
-  return copy.toString();
-};
-
-/**
- * Creates database `name` on the coordinator of CITUS_URL and on its workers, with the citus
- * extension in each and the same nodes as CITUS_URL's database: a fresh Citus cluster's database.
- */
-async function createCitusDatabase(coordinatorUrl: string, name: string): Promise<void> {
-  const nodes = await onServer(coordinatorUrl, async (admin) => {
-    await admin.query('SET citus.enable_create_database_propagation = on');
-    await admin.query(`CREATE DATABASE ${name}`);
-    return (
-      await admin.query<{ name: string; port: number; coordinator: boolean }>(
-        `SELECT nodename AS name, nodeport AS port, groupid = 0 AS coordinator FROM pg_dist_node WHERE noderole = 'primary' ORDER BY nodeid`,
-      )
-    ).rows;
-  });
-  const workers = nodes.filter((node) => !node.coordinator);
-  for (const worker of workers) await onServer(inDatabase(coordinatorUrl, name, worker), (c) => c.query('CREATE EXTENSION citus'));
-  await onServer(inDatabase(coordinatorUrl, name), async (c) => {
-    await c.query('CREATE EXTENSION citus');
-    const coordinator = nodes.find((node) => node.coordinator);
-    if (coordinator) await c.query('SELECT citus_set_coordinator_host($1, $2)', [coordinator.name, coordinator.port]);
-    for (const worker of workers) await c.query('SELECT citus_add_node($1, $2)', [worker.name, worker.port]);
-  });
-}
-
 /**
  * A fresh, empty store for one test file: a new database on the server named by CITUS_URL (a
  * Citus coordinator, the database then made on every node) or DATABASE_URL, dropped afterwards;
@@ -88,33 +46,24 @@ export async function createTestDatabase({ migrated = true }: { migrated?: boole
     if (migrated) await migrate(db);
     return { db, url: undefined, drop: () => db.close() };
   }
-  const name = `tributary_test_${randomBytes(6).toString('hex')}`;
-  if (citusUrl) await createCitusDatabase(citusUrl, name);
-  else await onServer(serverUrl, (admin) => admin.query(`CREATE DATABASE ${name}`));
-  const url = inDatabase(serverUrl, name);
-  const postgres = openPostgres({ connectionString: url, poolSize: 10 });
+  const scratch = await createScratchDatabase({ url: serverUrl, citus: Boolean(citusUrl) }, 'tributary_test');
+  const postgres = openPostgres({ connectionString: scratch.url, poolSize: 10 });
   // On Citus, every statement of the service is checked to stay on one shard when it is about one client.
   const routes = citusUrl ? recordingRoutes(postgres) : undefined;
   const db = routes?.db ?? postgres;
   if (migrated) await migrate(db);
   return {
     db,
-    url,
+    url: scratch.url,
     async drop() {
       try {
         await routes?.check();
       } finally {
         await db.close();
-        await dropDatabase();
+        await scratch.drop();
       }
     },
   };
-  async function dropDatabase() {
-    await onServer(serverUrl!, async (admin) => {
-      if (citusUrl) await admin.query('SET citus.enable_create_database_propagation = on');
-      await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-    });
-  }
 }
 
 /** A store for a child process (the CLI, a server) and a way to open it in the test process. */
