@@ -5,7 +5,7 @@ import type { Database } from '../db/index.js';
 import { writeCsv } from './csv.js';
 import type { ExportJob } from './jobs.js';
 import { planExport } from './plan.js';
-import { CLIENT_TEXT_COLUMNS, ROWS_TRANSACTION_SETTINGS, planRowsSql } from './rows.js';
+import { CLIENT_TEXT_COLUMNS, inRowsTransaction, planRowsSql } from './rows.js';
 import type { ExportRequest } from './schema.js';
 
 export interface ProducerOptions {
@@ -56,9 +56,8 @@ export function createExportProducer({ db, exportsDir, rowsPerFile }: ProducerOp
     const { plan } = planned;
     const tenant = { clientId: job.client_id, environment: job.environment, dryRun: false };
     const { sql, params, columns } = planRowsSql(tenant, plan);
-    const { files, distinct: currencies } = await db.transaction(async (tx) => {
-      for (const setting of ROWS_TRANSACTION_SETTINGS) await tx.query(setting);
-      return writeCsv(
+    const { files, distinct: currencies } = await inRowsTransaction(db, (tx) =>
+      writeCsv(
         tx,
         sql,
         params,
@@ -72,8 +71,8 @@ export function createExportProducer({ db, exportsDir, rowsPerFile }: ProducerOp
           distinctOf: 'currency',
         },
         signal,
-      );
-    });
+      ),
+    );
     const warn =
       currencies.length > 1
         ? { currencies: `Amounts in ${currencies.sort().join(', ')} are in rows of their own: amounts in different currencies are never added together.` }

@@ -1,4 +1,5 @@
 import type { Tenant } from '../auth/tenant.js';
+import type { Database, Queryable } from '../db/index.js';
 import {
   ATTRIBUTION_COLUMNS,
   ATTRIBUTION_SUMS,
@@ -350,6 +351,14 @@ function orderTotals(fromInstant: string, toInstant: string, bucketOf: (instant:
  * read, so it plans for all of them.
  */
 export const ROWS_TRANSACTION_SETTINGS = ["SET LOCAL work_mem = '64MB'", 'SET LOCAL jit = off', 'SET LOCAL cursor_tuple_fraction = 1'];
+
+/** Runs `work` in a transaction with ROWS_TRANSACTION_SETTINGS: where a plan's rows are read (exports, reports). */
+export function inRowsTransaction<T>(db: Database, work: (tx: Queryable) => Promise<T>): Promise<T> {
+  return db.transaction(async (tx) => {
+    for (const setting of ROWS_TRANSACTION_SETTINGS) await tx.query(setting);
+    return work(tx);
+  });
+}
 
 /** A column of an export's output: the statement's column it is read from, and its header. */
 export interface OutputColumn {

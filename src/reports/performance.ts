@@ -26,7 +26,6 @@ export interface ReportQuery {
   mode: 'cash' | 'accrual';
 }
 
-
 /**
  * Metrics whose total is the sum of the rows' values. returning_customers is not: a customer
  * returns in every bucket they order in, and is one customer over the period.

@@ -1,5 +1,5 @@
 import { readThroughCursor, type Database } from '../db/index.js';
-import { ROWS_TRANSACTION_SETTINGS } from '../exports/rows.js';
+import { inRowsTransaction } from '../exports/rows.js';
 
 /** Rows a cursor fetch brings: what a report holds as objects at once. */
 const BATCH = 1000;
@@ -10,10 +10,7 @@ export function createReportRepository(db: Database) {
   return {
     /** The rows of a report's statement (planRowsSql, which names the tenant), run with the settings an export's run has, a batch at a time. */
     eachBatch({ sql, params }: { sql: string; params: readonly unknown[] }, onBatch: (rows: Record<string, unknown>[]) => Promise<void>): Promise<void> {
-      return db.transaction(async (tx) => {
-        for (const setting of ROWS_TRANSACTION_SETTINGS) await tx.query(setting);
-        await readThroughCursor(tx, { sql, params, batchSize: BATCH, hold: false }, onBatch);
-      });
+      return inRowsTransaction(db, (tx) => readThroughCursor(tx, { sql, params, batchSize: BATCH, hold: false }, onBatch));
     },
   };
 }
