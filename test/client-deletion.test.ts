@@ -43,6 +43,13 @@ async function populated(name: string): Promise<{ client: TestClient; exportId: 
   const created = await send(client, '/v1/exports/data-export', { period_type: 'FIXED', period_options: { period_starting_at: '2024-03-08T00:00:00Z', period_ending_at: '2024-03-09T00:00:00Z' }, metrics: [{ id: 'spend' }] }, service.production);
   const exportId = created.json().id as string;
   assert.equal((await finishedExport(service.production, client, exportId)).status, 'SUCCESS');
+  // A report keeps daily totals of attribution.
+  const report = await service.production.inject({
+    method: 'GET',
+    url: '/v1/reports/performance?start_date=2024-03-08&end_date=2024-03-08&level=campaign&metrics=rev,visits&model=linear&window=30&mode=cash',
+    headers: client.headers,
+  });
+  assert.equal(report.statusCode, 200, report.body);
   return { client, exportId };
 }
 
@@ -75,7 +82,12 @@ test('deleting a client removes every row of it in both environments and its exp
   assert.equal(response.statusCode, 200, response.body);
   assert.deepEqual(response.json(), {
     client_id: gone.client.client_id,
-    deleted: { api_keys: 1, exports: 1, order_aliases: 2, orders: 4, identities: 2, touchpoints: 2, spend_hourly: 4, spend_daily: 2, ad_accounts: 2, clients: 1 },
+    deleted: {
+      api_keys: 1, exports: 1, order_aliases: 2, orders: 4, identities: 2, touchpoints: 2, spend_hourly: 4, spend_daily: 2, ad_accounts: 2,
+      // The report's day (credits of the path's touchpoint and of the unattributed order; visits), and UAT's writes since.
+      attribution_credit_days: 2, attribution_visit_days: 1, attribution_days: 2, attribution_totals_kept: 1, attribution_changes: 1,
+      clients: 1,
+    },
   });
 
   assert.ok(Object.values(await rowsOf(gone.client.client_id)).every((n) => n === 0), JSON.stringify(await rowsOf(gone.client.client_id)));

@@ -20,6 +20,11 @@ const CLIENT_TABLES = {
   spend_hourly: ['environment', 'platform_account_id', 'period', 'platform_name', 'campaign_id', 'adset_id', 'ad_id'],
   spend_daily: ['environment', 'platform_account_id', 'period', 'platform_name', 'campaign_id', 'adset_id', 'ad_id'],
   ad_accounts: ['environment', 'platform_name', 'platform_account_id'],
+  attribution_credit_days: ['environment', 'totals', 'day', 'n'],
+  attribution_visit_days: ['environment', 'day', 'n'],
+  attribution_days: ['environment', 'totals', 'day'],
+  attribution_totals_kept: ['environment'],
+  attribution_changes: ['environment'],
   api_keys: ['key_id'],
 } as const;
 

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { EVERY_INSTANT, noteAttributionChangeSql } from '../attribution/changes.js';
 import type { Tenant } from '../auth/tenant.js';
 import type { Database } from '../db/index.js';
 import { PERSONAL_ORDER_FIELDS, emailForms, withoutPersonalQuery } from './redaction.js';
@@ -129,6 +130,8 @@ export function createCustomerErasure(db: Database) {
             RETURNING o.order_id`,
           [...params, PERSONAL_ORDER_FIELDS],
         );
+        // Attribution is meant to come out the same, but erasures are rare: every kept total is dropped rather than reasoned about.
+        await tx.query(noteAttributionChangeSql(EVERY_INSTANT), tenantParams);
         return { customers: customers.length, orders: orders.length, touchpoints: touchpointIds.size, identities: links.length };
       });
     },

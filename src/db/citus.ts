@@ -18,6 +18,11 @@ export const TABLE_PLACEMENT = {
   exports: 'distributed',
   touchpoints: 'distributed',
   identities: 'distributed',
+  attribution_changes: 'distributed',
+  attribution_totals_kept: 'distributed',
+  attribution_days: 'distributed',
+  attribution_credit_days: 'distributed',
+  attribution_visit_days: 'distributed',
   service_settings: 'reference',
   schema_migrations: 'coordinator',
 } as const satisfies Record<string, 'distributed' | 'reference' | 'coordinator'>;

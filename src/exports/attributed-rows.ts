@@ -63,7 +63,8 @@ export function attributionMetrics(ratio: (numerator: string, denominator: strin
   ];
 }
 
-const AD_COLUMNS = ['platform_name', 'platform_account_id', 'campaign_id', 'adset_id', 'ad_id'];
+/** A touchpoint's ad object, in spend's columns. */
+export const AD_COLUMNS = ['platform_name', 'platform_account_id', 'campaign_id', 'adset_id', 'ad_id'];
 /** A touchpoint's ad object in spend's columns: a touchpoint with no platform is its channel's. */
 const AD_OBJECT_OF_TOUCHPOINT = `CASE WHEN platform_name = '' THEN channel ELSE platform_name END AS platform_name,
   ${AD_COLUMNS.slice(1).map((key) => `CASE WHEN platform_name = '' THEN '' ELSE ${key} END AS ${key}`).join(', ')}`;
@@ -97,7 +98,31 @@ export interface AttributionSqlContext {
   /** The ad-object columns rows are grouped by (spend's names), and the conditions of breakdown values on them. */
   keys: string[];
   kept: string[];
+  /**
+   * Where the credits and visits come from: computed from the paths of the period's orders and
+   * touchpoints, or read from the kept daily totals of the period's days (daily-totals.ts), which
+   * the transaction has brought up to date. Those are written by this function's `paths` CTEs.
+   */
+  source?: { kind: 'paths' } | KeptDaysSource;
+  /**
+   * Under the account breakdown, whether an object's empty account is taken from the period's
+   * spend (`records`): always, but when the daily totals are written, which keep the touchpoints' own.
+   */
+  accountsFromSpend?: boolean;
 }
+
+/** The kept daily totals of the local days [fromDay, toDay) (SQL dates), and the bucket of such a day. */
+export interface KeptDaysSource {
+  kind: 'kept days';
+  fromDay: string;
+  toDay: string;
+  bucketOfDay: (day: string) => string;
+}
+
+/** The key of a combination's kept daily totals (attribution_days.totals): `linear/30/cash`. */
+export const keptTotalsKey = (model: ModelId, windowDays: number | string, mode: AccountingMode) => `${model}/${windowDays}/${mode}`;
+/** The totals key of visits, which no model, window or mode changes. */
+export const KEPT_VISITS = 'visits';
 
 /**
  * Common table expressions `combinations` (one row per combination, with its position, its
@@ -113,7 +138,17 @@ export interface AttributionSqlContext {
  * They follow the export's `records` (its spend), which name the accounts of objects under the
  * account breakdown (`object_accounts`).
  */
-export function attributionCtes({ combinations, params, fromInstant, toInstant, bucketOf, keys, kept }: AttributionSqlContext): string[] {
+export function attributionCtes({
+  combinations,
+  params,
+  fromInstant,
+  toInstant,
+  bucketOf,
+  keys,
+  kept,
+  source = { kind: 'paths' },
+  accountsFromSpend = true,
+}: AttributionSqlContext): string[] {
   const models = [...new Set(combinations.map((combination) => combination.model))];
   const windows = [...new Set(combinations.map((combination) => combination.window))];
   const combinationsParams = [
@@ -137,8 +172,8 @@ export function attributionCtes({ combinations, params, fromInstant, toInstant, 
   };
   const CREDIT_COLUMNS = 'path_id, window_days, time_of_purchase, occurred_at, purchase_total, currency, first_order, credit_parts';
   const objectKeys = keys.filter((key) => key !== 'platform_account_id');
-  const accounted = (relation: string, columns: string[]) =>
-    keys.includes('platform_account_id') ? withObjectAccounts(relation, columns, objectKeys) : relation;
+  const mapsAccounts = accountsFromSpend && keys.includes('platform_account_id');
+  const accounted = (relation: string, columns: string[]) => (mapsAccounts ? withObjectAccounts(relation, columns, objectKeys) : relation);
   // One row per credit: a touchpoint's, or an unattributed order's (no touchpoint: counted at its
   // purchase in both modes). A touchpoint a model gives nothing has no credit row: its visits and
   // its spend make its rows, not a row of zeros on the day of a purchase it had no part in.
@@ -182,8 +217,8 @@ export function attributionCtes({ combinations, params, fromInstant, toInstant, 
         FROM ${accounted('order_credits', ['model', ...CREDIT_COLUMNS.split(', ')])} AS k ${where([inPeriod(at), ...kept])}
        GROUP BY model, window_days, ${bucketOf(at)}${keyList}, currency`;
   };
-  return [
-    ...(keys.includes('platform_account_id')
+  const preamble = [
+    ...(mapsAccounts
       ? [
           `object_accounts AS (
       SELECT ${objectKeys.join(', ')}, min(platform_account_id) AS platform_account_id FROM records
@@ -192,6 +227,30 @@ export function attributionCtes({ combinations, params, fromInstant, toInstant, 
       : []),
     `combinations AS (
       SELECT * FROM unnest(${combinationsParams.join(', ')}) WITH ORDINALITY AS c (${ATTRIBUTION_COLUMNS.join(', ')}, credited_by, window_days, combination))`,
+  ];
+  if (source.kind === 'kept days') {
+    const { fromDay, toDay, bucketOfDay } = source;
+    const keptDays = (table: string, extra = '') =>
+      `(SELECT * FROM ${table} WHERE client_id = $1 AND environment = $2${extra} AND day >= ${fromDay} AND day < ${toDay})`;
+    const totalsKeys = `$${params.push(combinations.map((combination) => keptTotalsKey(combination.model, windowDaysSql(combination.window)!, combination.accountingMode)))}::text[]`;
+    return [
+      ...preamble,
+      `credit_totals AS (
+      SELECT ${combinationKeys}, k.bucket${keyList}, k.currency, k.rev, k.txns, k.rev_ft, k.txns_ft
+        FROM (SELECT totals, ${bucketOfDay('day')} AS bucket${keyList}, currency, sum(rev) AS rev, sum(txns) AS txns, sum(rev_ft) AS rev_ft, sum(txns_ft) AS txns_ft
+                FROM ${accounted(keptDays('attribution_credit_days', ` AND totals = ANY (${totalsKeys})`), ['totals', 'day', 'currency', 'rev', 'txns', 'rev_ft', 'txns_ft'])} AS k
+               ${where(kept)}
+               GROUP BY totals, 2${keyList}, currency) AS k
+        JOIN combinations c ON c.credited_by || '/' || c.window_days || '/' || c.accounting_mode = k.totals)`,
+      `visit_totals AS (
+      SELECT ${bucketOfDay('day')} AS bucket${keyList}, sum(visits)::bigint AS visits, sum(new_visits)::bigint AS new_visits
+        FROM ${accounted(keptDays('attribution_visit_days'), ['day', 'visits', 'new_visits'])} AS v
+       ${where(kept)}
+       GROUP BY 1${keyList})`,
+    ];
+  }
+  return [
+    ...preamble,
     // Paths are built in a WITH of their own, whose names cannot meet the export's.
     `order_credits AS (
       WITH ${pathsSql({ clientId: '$1', environment: '$2', orders, windows })}

@@ -37,6 +37,12 @@ export interface RowsPlan {
    * and of touchpoints, and the unattributed orders. None (or left out): the rows of spend and the store.
    */
   attribution?: AttributionCombination[];
+  /**
+   * Reads the credits and visits from the kept daily totals (daily-totals.ts) instead of the
+   * paths: for whole local days at DAILY or longer buckets, windows other than UNLIMITED, and
+   * only in a transaction that has brought those totals up to date first (reports do).
+   */
+  fromKeptTotals?: boolean;
 }
 
 export interface ExportRowsQuery extends RowsPlan {
@@ -71,6 +77,9 @@ export const CLIENT_TEXT_COLUMNS = [PLATFORM, ACCOUNT, ...OBJECTS].flatMap((dime
 
 /** Every column an export may have before its metrics. */
 export const DIMENSION_COLUMNS = ['date', ...CLIENT_TEXT_COLUMNS, 'kind', 'currency', ...ATTRIBUTION_COLUMNS];
+
+/** A period's $4 and $5, when they are local days of the zone $3, as the instants they start at. */
+export const LOCAL_DAYS_AS_INSTANTS = ['($4::date::timestamp AT TIME ZONE $3)', '($5::date::timestamp AT TIME ZONE $3)'] as const;
 
 const SPEND_COLUMNS = 'platform_name, platform_account_id, campaign_id, adset_id, ad_id, campaign_name, adset_name, ad_name, spend, spend_currency, impressions, clicks';
 const UNITS: Record<Exclude<Granularity, 'HOURLY' | 'PERIOD'>, string> = { DAILY: 'day', WEEKLY: 'week', MONTHLY: 'month' };
@@ -124,14 +133,11 @@ const ORDER_METRICS: [string, string][] = [
  * bucketed by its instant, so the two 01:00s of the night clocks go back are two rows.
  */
 export function exportRowsSql(query: ExportRowsQuery): { sql: string; params: unknown[]; columns: string[] } {
-  const { tenant, timeZone, period, granularity, level, breakdowns, includeIds, includeKind, removeZeroSpend, withOrders, attribution = [] } = query;
+  const { tenant, timeZone, period, granularity, level, breakdowns, includeIds, includeKind, removeZeroSpend, withOrders, attribution = [], fromKeptTotals = false } = query;
   const attributed = attribution.length > 0;
   const params: unknown[] = [tenant.clientId, tenant.environment, timeZone, period.from, period.to];
   // $4 and $5 as instants, and as local days of the client's zone.
-  const [fromInstant, toInstant] =
-    period.kind === 'days'
-      ? ['($4::date::timestamp AT TIME ZONE $3)', '($5::date::timestamp AT TIME ZONE $3)']
-      : ['$4::timestamptz', '$5::timestamptz'];
+  const [fromInstant, toInstant] = period.kind === 'days' ? LOCAL_DAYS_AS_INSTANTS : ['$4::timestamptz', '$5::timestamptz'];
   const [fromDay, toDay] =
     period.kind === 'days'
       ? ['$4::date', '$5::date']
@@ -147,6 +153,12 @@ export function exportRowsSql(query: ExportRowsQuery): { sql: string; params: un
       : granularity === 'PERIOD'
         ? `(CASE WHEN ${instant} < ${fromInstant} THEN '-infinity'::timestamp ELSE ${periodStart} END)`
         : `date_trunc('${UNITS[granularity]}', ${instant} AT TIME ZONE $3)`;
+  /** The bucket of a local day of the period (a kept daily total's). */
+  const bucketOfDay = (day: string) => {
+    if (granularity === 'HOURLY' || period.kind !== 'days') throw new Error('Kept daily totals make buckets of whole days only');
+    return granularity === 'PERIOD' ? periodStart : `date_trunc('${UNITS[granularity]}', ${day}::timestamp)`;
+  };
+  const source = fromKeptTotals ? { kind: 'kept days' as const, fromDay, toDay, bucketOfDay } : undefined;
   const label =
     granularity === 'HOURLY'
       ? `to_char(bucket AT TIME ZONE $3, 'YYYY-MM-DD"T"HH24:MI:SS') || utc_offset(bucket, $3)`
@@ -231,7 +243,7 @@ export function exportRowsSql(query: ExportRowsQuery): { sql: string; params: un
       // Objects with credits or visits and no spend in the period are named by their ids.
       ctes.push(
         `object_spend AS (${objectSpend})`,
-        ...attributionCtes({ combinations: attribution, params, fromInstant: ordersFrom, toInstant: ordersTo, bucketOf, keys: partition, kept }),
+        ...attributionCtes({ combinations: attribution, params, fromInstant: ordersFrom, toInstant: ordersTo, bucketOf, keys: partition, kept, source }),
       );
       const keyColumns = partition.map((key, index) => `${key} AS key_${index}`);
       // Spend and credits of an object in a bucket and currency are added up, not joined: a full
@@ -289,7 +301,7 @@ export function exportRowsSql(query: ExportRowsQuery): { sql: string; params: un
         FROM (${storeSql}) AS store CROSS JOIN combinations`);
     } else {
       // Summed over the ad objects: the store row of each combination holds all its credits, unattributed ones included.
-      ctes.push(...attributionCtes({ combinations: attribution, params, fromInstant: ordersFrom, toInstant: ordersTo, bucketOf, keys: [], kept: [] }));
+      ctes.push(...attributionCtes({ combinations: attribution, params, fromInstant: ordersFrom, toInstant: ordersTo, bucketOf, keys: [], kept: [], source }));
       const storeColumns = columns.slice(1, columns.indexOf('currency'));
       parts.push(`SELECT ${COMBINATION_KEYS.join(', ')}, bucket, ${[...sortKeys, ...storeColumns].map((column) => `${column}, `).join('')}currency,
              ${[...sums, ...ATTRIBUTION_SUMS.map(([sum]) => sum)].map((sum) => `coalesce(${sum}, 0) AS ${sum}`).join(', ')}

@@ -1,3 +1,4 @@
+import { noteAttributionChangeSql } from '../attribution/changes.js';
 import type { Tenant } from '../auth/tenant.js';
 import type { Database, Queryable } from '../db/index.js';
 import { exactNumberCheck } from '../http/exact-numbers.js';
@@ -68,6 +69,22 @@ const ORDER_BATCH = 500;
 
 export type OrderRepository = ReturnType<typeof createOrderRepository>;
 
+/**
+ * SQL of the first touchpoint of the visitors linked through the orders of `orders` (a relation
+ * with an order_id column), of the client `$1` and environment `$2`: an order written makes
+ * those touchpoints its customer's (src/attribution/changes.ts).
+ */
+const firstTouchpointLinkedThrough = (orders: string) => `
+  SELECT min(first.occurred_at) FROM ${orders} AS b
+    JOIN identities i ON i.client_id = $1 AND i.environment = $2 AND i.order_id = b.order_id
+   CROSS JOIN LATERAL (SELECT t.occurred_at FROM touchpoints t
+                        WHERE t.client_id = $1 AND t.environment = $2 AND t.visitor_id = i.visitor_id
+                        ORDER BY t.occurred_at LIMIT 1) AS first`;
+
+/** Notes the attribution change of a write of orders, as the last statement of its transaction: `earliest` as text, or null. */
+const noteChange = (tx: Queryable, tenant: Tenant, earliest: string | null) =>
+  tx.query(noteAttributionChangeSql('SELECT $3::timestamptz'), [tenant.clientId, tenant.environment, earliest]);
+
 export function createOrderRepository(db: Database) {
   /**
    * Attaches aliases, skipping those already attached to the same order, in one statement: the
@@ -112,27 +129,37 @@ export function createOrderRepository(db: Database) {
      * Inserts or replaces every order of `batchJson` (a JSON array of orders, as received, so that
      * amounts are stored from their decimal text, never through a binary float) and attaches the
      * aliases. `defaults` holds the fields an order that leaves them out is stored with. One
-     * transaction: all of it is stored, or none.
+     * transaction: all of it is stored, or none; its attribution change is noted last.
      */
     upsert(tenant: Tenant, batchJson: string, aliases: readonly AliasToAttach[], defaults: Record<string, unknown> = {}) {
       return db.transaction(async (tx) => {
         // Sorted by order_id as the key is (byte-wise), so that concurrent batches lock rows in one order.
         // updated_at never goes back, should a transaction that started earlier write the row later;
         // no volatile function in SET, which a distributed PostgreSQL (Citus) refuses there.
-        const rows = await tx.query<{ inserted: boolean }>(
-          `INSERT INTO orders AS o (client_id, environment, order_id, time_of_purchase, body, created_at, updated_at)
-           SELECT $1, $2, b.body->>'order_id', (b.body->>'time_of_purchase')::timestamptz,
-                  $4::jsonb || (b.body - 'alternate_order_ids'), now(), now()
-             FROM jsonb_array_elements($3::jsonb) AS b(body)
-            ORDER BY b.body->>'order_id' COLLATE "C"
-           ON CONFLICT (client_id, environment, order_id) DO UPDATE SET
-             time_of_purchase = excluded.time_of_purchase, body = excluded.body, updated_at = greatest(o.updated_at, excluded.updated_at)
-           RETURNING (xmax = 0) AS inserted`,
+        // The statement's last select reads the orders as they were before it: their earlier
+        // times of purchase, for the attribution change.
+        const [written] = await tx.query<{ inserted: number; written: number; earliest: string | null }>(
+          `WITH batch AS MATERIALIZED (SELECT b.body, b.body->>'order_id' AS order_id FROM jsonb_array_elements($3::jsonb) AS b(body)),
+           written AS (
+             INSERT INTO orders AS o (client_id, environment, order_id, time_of_purchase, body, created_at, updated_at)
+             SELECT $1, $2, b.order_id, (b.body->>'time_of_purchase')::timestamptz,
+                    $4::jsonb || (b.body - 'alternate_order_ids'), now(), now()
+               FROM batch b
+              ORDER BY b.order_id COLLATE "C"
+             ON CONFLICT (client_id, environment, order_id) DO UPDATE SET
+               time_of_purchase = excluded.time_of_purchase, body = excluded.body, updated_at = greatest(o.updated_at, excluded.updated_at)
+             RETURNING (xmax = 0) AS inserted, time_of_purchase
+           )
+           SELECT (SELECT count(*) FROM written WHERE inserted)::int AS inserted, (SELECT count(*) FROM written)::int AS written,
+                  least((SELECT min(time_of_purchase) FROM written),
+                        (SELECT min(o.time_of_purchase) FROM batch b
+                           JOIN orders o ON o.client_id = $1 AND o.environment = $2 AND o.order_id = b.order_id),
+                        (${firstTouchpointLinkedThrough('batch')}))::text AS earliest`,
           [tenant.clientId, tenant.environment, batchJson, JSON.stringify(defaults)],
         );
         await attachAliases(tx, tenant, aliases);
-        const inserted = rows.filter((row) => row.inserted).length;
-        return { inserted, updated: rows.length - inserted };
+        await noteChange(tx, tenant, written!.earliest);
+        return { inserted: written!.inserted, updated: written!.written - written!.inserted };
       });
     },
 
@@ -141,7 +168,8 @@ export function createOrderRepository(db: Database) {
      * order ids are `orderIds`) sends, clears those it sends as null, and attaches the aliases. One transaction: when an order is
      * unknown (UnknownOrdersError), an e-mail or phone number would be stored beside its hash
      * (ExclusiveFieldsError) or an alias is taken, nothing is stored. The orders are locked in
-     * key order, as the upsert locks them, and updated_at never goes back.
+     * key order, as the upsert locks them, and updated_at never goes back. The attribution
+     * change is noted last.
      */
     patch(tenant: Tenant, patchJson: string, orderIds: readonly string[], aliases: readonly AliasToAttach[], updatedAt: Date) {
       return db.transaction(async (tx) => {
@@ -151,7 +179,7 @@ export function createOrderRepository(db: Database) {
         // The orders it does not return are unknown; `both` names the pairs of exclusive fields
         // the merged body would hold. The new time of purchase is read in `patch`: Citus refuses
         // the text-to-timestamptz cast (not immutable) inside the UPDATE's coalesce.
-        const rows = await tx.query<{ n: number; both: string[] }>(
+        const rows = await tx.query<{ n: number; earliest: string; both: string[] }>(
           `WITH patch AS (
              SELECT p.body->>'order_id' AS order_id, p.n::int - 1 AS n,
                     (p.body->>'time_of_purchase')::timestamptz AS time_of_purchase,
@@ -161,9 +189,9 @@ export function createOrderRepository(db: Database) {
                FROM jsonb_array_elements($3::jsonb) WITH ORDINALITY AS p(body, n)
            ),
            locked AS MATERIALIZED (
-             SELECT o.order_id
+             SELECT o.order_id, o.time_of_purchase
                FROM (SELECT order_id FROM patch ORDER BY order_id COLLATE "C") AS p
-              CROSS JOIN LATERAL (SELECT order_id FROM orders
+              CROSS JOIN LATERAL (SELECT order_id, time_of_purchase FROM orders
                                    WHERE client_id = $1 AND environment = $2 AND order_id = p.order_id
                                      FOR UPDATE) AS o
            )
@@ -174,7 +202,7 @@ export function createOrderRepository(db: Database) {
              FROM patch p
             WHERE o.client_id = $1 AND o.environment = $2
               AND o.order_id = ANY (ARRAY(SELECT order_id FROM locked)) AND o.order_id = p.order_id
-           RETURNING p.n, ARRAY(SELECT pair[1] FROM (VALUES (ARRAY['customer_email', 'hashed_customer_email']),
+           RETURNING p.n, least(o.time_of_purchase, (SELECT min(time_of_purchase) FROM locked))::text AS earliest, ARRAY(SELECT pair[1] FROM (VALUES (ARRAY['customer_email', 'hashed_customer_email']),
                                                             (ARRAY['customer_phone_number', 'hashed_customer_phone_number'])) AS e(pair)
                                  WHERE o.body ?& pair) AS both`,
           [tenant.clientId, tenant.environment, patchJson, updatedAt],
@@ -185,6 +213,12 @@ export function createOrderRepository(db: Database) {
         const exclusive = rows.filter((row) => row.both.length > 0).sort((a, b) => a.n - b.n);
         if (exclusive.length > 0) throw new ExclusiveFieldsError(exclusive.map(({ n, both }) => ({ index: n, fields: both })));
         await attachAliases(tx, tenant, aliases);
+        const [linked] = await tx.query<{ earliest: string | null }>(
+          `SELECT least((SELECT min(e) FROM unnest($3::timestamptz[]) AS e),
+                        (${firstTouchpointLinkedThrough('(SELECT unnest($4::text[]) AS order_id)')}))::text AS earliest`,
+          [tenant.clientId, tenant.environment, rows.map((row) => row.earliest), orderIds],
+        );
+        await noteChange(tx, tenant, linked!.earliest);
         return { updated: rows.length };
       });
     },

@@ -2,6 +2,7 @@ import type { Tenant } from '../auth/tenant.js';
 import type { Store } from '../db/store.js';
 import type { ErrorItem } from '../http/errors.js';
 import { METRIC_IDS, isAttributionMetric, isOrderMetric } from '../exports/catalog.js';
+import { keptTotalsOf } from '../exports/daily-totals.js';
 import { planExport, type ExportPlan } from '../exports/plan.js';
 import { planRowsSql, type Granularity } from '../exports/rows.js';
 import type { ExportRequest } from '../exports/schema.js';
@@ -144,6 +145,8 @@ function totalsOf(plan: ExportPlan) {
  * JSON text. Metric columns are numbers; the statement's other columns (the sums every ratio is
  * made of) are read for the totals. The rows are read through a cursor and written as text a
  * batch at a time: a period's rows as objects would cost ten times their text in memory.
+ * Attributed rows of whole days are read from the kept daily totals (daily-totals.ts): a
+ * dashboard asks the same days again and again, and recomputing them takes seconds.
  */
 export async function runReport(
   { clients, reports }: Pick<Store, 'clients' | 'reports'>,
@@ -153,11 +156,12 @@ export async function runReport(
   const planned = planExport(request, await clients.timeZone(tenant.clientId), new Date());
   if ('problems' in planned) return { problems: planned.problems.map((problem) => ({ ...problem, loc: 'query' })) };
   const plan = { ...planned.plan, granularity };
-  const { sql, params, columns } = planRowsSql(tenant, plan);
+  const keptTotals = keptTotalsOf(tenant, plan);
+  const { sql, params, columns } = planRowsSql(tenant, { ...plan, fromKeptTotals: keptTotals !== undefined });
   const metricNames = new Set(plan.metrics.map(({ id }) => id));
   const totals = totalsOf(plan);
   const rowTexts: string[] = [];
-  await reports.eachBatch({ sql, params }, async (rows) => {
+  await reports.eachBatch({ sql, params, keptTotals }, async (rows) => {
     for (const row of rows) {
       totals.add(row);
       const shown = columns.map(({ name, header }) => {

@@ -1,4 +1,5 @@
 import { readThroughCursor, type Database } from '../db/index.js';
+import { dropChangedDays, keepMissingDays, type KeptTotalsAsked } from '../exports/daily-totals.js';
 import { inRowsTransaction } from '../exports/rows.js';
 
 /** Rows a cursor fetch brings: what a report holds as objects at once. */
@@ -8,9 +9,20 @@ export type ReportRepository = ReturnType<typeof createReportRepository>;
 
 export function createReportRepository(db: Database) {
   return {
-    /** The rows of a report's statement (planRowsSql, which names the tenant), run with the settings an export's run has, a batch at a time. */
-    eachBatch({ sql, params }: { sql: string; params: readonly unknown[] }, onBatch: (rows: Record<string, unknown>[]) => Promise<void>): Promise<void> {
-      return inRowsTransaction(db, (tx) => readThroughCursor(tx, { sql, params, batchSize: BATCH, hold: false }, onBatch));
+    /**
+     * The rows of a report's statement (planRowsSql, which names the tenant), run with the
+     * settings an export's run has, a batch at a time; with `keptTotals`, the statement reads
+     * kept daily totals, which are brought up to date first.
+     */
+    async eachBatch(
+      { sql, params, keptTotals }: { sql: string; params: readonly unknown[]; keptTotals?: KeptTotalsAsked },
+      onBatch: (rows: Record<string, unknown>[]) => Promise<void>,
+    ): Promise<void> {
+      if (keptTotals) await dropChangedDays(db, keptTotals);
+      await inRowsTransaction(db, async (tx) => {
+        if (keptTotals) await keepMissingDays(tx, keptTotals);
+        await readThroughCursor(tx, { sql, params, batchSize: BATCH, hold: false }, onBatch);
+      });
     },
   };
 }

@@ -1,4 +1,5 @@
 import type { Tenant } from '../auth/tenant.js';
+import { noteAttributionChangeSql } from '../attribution/changes.js';
 import type { Queryable } from '../db/index.js';
 import { AD_FIELDS, UTM_FIELDS, type DerivedTouchpoint, type SourcePlatforms } from './derive.js';
 
@@ -95,7 +96,8 @@ export function createTouchpointRepository(db: Queryable) {
      * Inserts each touchpoint, or replaces the one of the same touchpoint_id: one statement, all
      * or nothing. Rows are sorted by key (byte-wise, as the key is), so that concurrent requests
      * lock them in one order. `writtenAt` is the request's time, passed in (updated_at never goes
-     * back, should an earlier request commit later).
+     * back, should an earlier request commit later). The attribution change is noted last
+     * (src/attribution/changes.ts).
      */
     async upsert(tenant: Tenant, touchpoints: readonly DerivedTouchpoint[], writtenAt: Date): Promise<{ inserted: number; updated: number }> {
       // json, not jsonb: each record is read once, and building a jsonb of the whole batch first is work thrown away.
@@ -108,8 +110,9 @@ export function createTouchpointRepository(db: Queryable) {
            ON CONFLICT (client_id, environment, touchpoint_id) DO UPDATE SET
              ${VALUES.map((name) => `${name} = excluded.${name}`).join(', ')},
              updated_at = greatest(t.updated_at, excluded.updated_at)
-           RETURNING xmax = 0 AS inserted
-         )
+           RETURNING xmax = 0 AS inserted, occurred_at
+         ),
+         noted AS (${noteAttributionChangeSql(`SELECT CASE WHEN bool_and(inserted) THEN min(occurred_at) WHEN count(*) > 0 THEN '-infinity' END FROM written`)})
          SELECT count(*) FILTER (WHERE inserted)::int AS inserted, count(*) FILTER (WHERE NOT inserted)::int AS updated FROM written`,
         [tenant.clientId, tenant.environment, JSON.stringify(touchpoints), writtenAt.toISOString()],
       );
@@ -139,20 +142,28 @@ export function createTouchpointRepository(db: Queryable) {
     /**
      * Links each visitor of `bodyJson` (`{"data": [...]}`, as received) to its customer or order,
      * replacing the visitor's earlier link: the link of the request written last holds. Sorted by
-     * key, as touchpoints are; `linkedAt` is the request's time.
+     * key, as touchpoints are; `linkedAt` is the request's time. Notes the attribution change
+     * from the visitors' first touchpoints.
      */
     async link(tenant: Tenant, bodyJson: string, linkedAt: Date): Promise<number> {
-      const rows = await db.query(
-        `INSERT INTO identities AS i (client_id, environment, visitor_id, customer_id, order_id, linked_at)
-         SELECT $1, $2, r.visitor_id, r.customer_id, r.order_id, $4::timestamptz
-           FROM jsonb_to_recordset($3::jsonb -> 'data') AS r(visitor_id text, customer_id text, order_id text)
-          ORDER BY r.visitor_id COLLATE "C"
-         ON CONFLICT (client_id, environment, visitor_id) DO UPDATE SET
-           customer_id = excluded.customer_id, order_id = excluded.order_id, linked_at = excluded.linked_at
-         RETURNING visitor_id`,
+      const [row] = await db.query<{ linked: number }>(
+        `WITH linked AS (
+           INSERT INTO identities AS i (client_id, environment, visitor_id, customer_id, order_id, linked_at)
+           SELECT $1, $2, r.visitor_id, r.customer_id, r.order_id, $4::timestamptz
+             FROM jsonb_to_recordset($3::jsonb -> 'data') AS r(visitor_id text, customer_id text, order_id text)
+            ORDER BY r.visitor_id COLLATE "C"
+           ON CONFLICT (client_id, environment, visitor_id) DO UPDATE SET
+             customer_id = excluded.customer_id, order_id = excluded.order_id, linked_at = excluded.linked_at
+           RETURNING visitor_id
+         ),
+         noted AS (${noteAttributionChangeSql(
+           `SELECT min(t.occurred_at) FROM touchpoints t
+             WHERE t.client_id = $1 AND t.environment = $2 AND t.visitor_id IN (SELECT visitor_id FROM linked)`,
+         )})
+         SELECT count(*)::int AS linked FROM linked`,
         [tenant.clientId, tenant.environment, bodyJson, linkedAt.toISOString()],
       );
-      return rows.length;
+      return row!.linked;
     },
   };
 }

@@ -1,0 +1,31 @@
+/*
+ * What writes to touchpoints, identities and orders tell the kept daily totals of attribution
+ * (src/exports/daily-totals.ts, migration 0015): the earliest instant whose credits or visits
+ * they may have changed. Each write lowers its client's attribution_changes.earliest in its own
+ * transaction, as its last statement (a write locks its data rows first and this row last, so
+ * writes of one client cannot deadlock on it), and the totals read and clear it.
+ *
+ * Cash credits and visits change from that instant on; accrual credits from a window before it.
+ * What a write gives as its earliest instant:
+ *
+ * - a touchpoint inserted: its occurred_at (orders after it may have it in their path; it may be
+ *   its visitor's first visit); replaced: -infinity, since its earlier values are not read back;
+ * - an identity link: the first touchpoint of the visitor (the orders of the old and the new
+ *   customer from then on may change their paths);
+ * - an order written: the earliest of its time of purchase before and after, and of the first
+ *   touchpoint of the visitors linked through it (their touchpoints become its customer's, in
+ *   the paths of the customer's other orders);
+ * - an erasure: -infinity.
+ */
+
+/**
+ * SQL lowering the change instant of the client `$1`, environment `$2`, to the single value
+ * `earliest` selects (an instant, -infinity, or NULL when nothing changed: no row written).
+ */
+export const noteAttributionChangeSql = (earliest: string) => `
+  INSERT INTO attribution_changes AS c (client_id, environment, earliest)
+  SELECT $1, $2, e.earliest FROM (${earliest}) AS e (earliest) WHERE e.earliest IS NOT NULL
+  ON CONFLICT (client_id, environment) DO UPDATE SET earliest = least(c.earliest, excluded.earliest)`;
+
+/** Every instant may have changed. */
+export const EVERY_INSTANT = `SELECT '-infinity'::timestamptz`;

@@ -1,0 +1,165 @@
+import { DAY_MS, UNLIMITED, windowDaysSql } from '../attribution/models.js';
+import type { Tenant } from '../auth/tenant.js';
+import type { Database, Queryable } from '../db/index.js';
+import { AD_COLUMNS, KEPT_VISITS, attributionCtes, keptTotalsKey, type AttributionCombination } from './attributed-rows.js';
+import type { Period } from './period.js';
+import { LOCAL_DAYS_AS_INSTANTS, type RowsPlan } from './rows.js';
+
+/*
+ * Kept daily totals of attribution (migration 0015, docs/benchmarks.md "How the dashboard gets
+ * under 2 s"): the credits and visits of each local day a report asked for, per ad object, kept
+ * until a write changes them. They are written by the statement exports run (attributionCtes,
+ * over the missing days at the ad level), so no number has a second implementation; a report
+ * then reads them summed to its level and buckets (rows.ts, `fromKeptTotals`).
+ *
+ * Writes lower their client's change instant (src/attribution/changes.ts); before a report reads,
+ * the days that instant may have changed are dropped, then the days missing are computed. The
+ * UNLIMITED window is never kept: any write can change any later day under it.
+ */
+
+/** What a report asks of the kept totals: its combinations, over the local days of its period. */
+export interface KeptTotalsAsked {
+  tenant: Tenant;
+  timeZone: string;
+  combinations: readonly AttributionCombination[];
+  period: Extract<Period, { kind: 'days' }>;
+}
+
+/** The kept totals a plan's rows can be read from, or undefined: whole local days, DAILY or longer buckets, no UNLIMITED window. */
+export function keptTotalsOf(tenant: Tenant, plan: RowsPlan): KeptTotalsAsked | undefined {
+  const { period, granularity, attribution = [], timeZone } = plan;
+  if (period.kind !== 'days' || granularity === 'HOURLY' || attribution.length === 0) return undefined;
+  if (attribution.some((combination) => combination.window === UNLIMITED)) return undefined;
+  return { tenant, timeZone, combinations: attribution, period };
+}
+
+/** How far before a change a kept day's numbers reach: accrual credits count at touchpoints up to a window before their orders. */
+const lookbackDays = (combination: AttributionCombination) => (combination.accountingMode === 'accrual' ? windowDaysSql(combination.window)! : 0);
+
+const TABLES_BY_LOOKBACK = [
+  ['attribution_days', 'lookback_days'],
+  ['attribution_credit_days', 'lookback_days'],
+  ['attribution_visit_days', '0'],
+] as const;
+
+/**
+ * Takes the lock under which a client's kept totals change (its attribution_totals_kept row,
+ * made on first use), and answers the zone their days are local days of.
+ */
+async function lockKeptTotals(tx: Queryable, { clientId, environment }: Tenant, timeZone: string): Promise<string> {
+  await tx.query(
+    `INSERT INTO attribution_totals_kept (client_id, environment, time_zone) VALUES ($1, $2, $3)
+     ON CONFLICT (client_id, environment) DO NOTHING`,
+    [clientId, environment, timeZone],
+  );
+  const [row] = await tx.query<{ time_zone: string }>(
+    'SELECT time_zone FROM attribution_totals_kept WHERE client_id = $1 AND environment = $2 FOR UPDATE',
+    [clientId, environment],
+  );
+  return row!.time_zone;
+}
+
+/**
+ * Drops the kept days that writes since the last report may have changed, and clears the change
+ * instant. A transaction of its own, kept short: writes of the client wait for its lock on the
+ * change row. Changes committed after it stay noted for the next report.
+ */
+export function dropChangedDays(db: Database, { tenant, timeZone }: KeptTotalsAsked): Promise<void> {
+  return db.transaction(async (tx) => {
+    const keptZone = await lockKeptTotals(tx, tenant, timeZone);
+    const [change] = await tx.query<{ earliest: string }>(
+      'DELETE FROM attribution_changes WHERE client_id = $1 AND environment = $2 RETURNING earliest::text AS earliest',
+      [tenant.clientId, tenant.environment],
+    );
+    if (!change) return;
+    for (const [table, lookback] of TABLES_BY_LOOKBACK) {
+      await tx.query(
+        `DELETE FROM ${table}
+          WHERE client_id = $1 AND environment = $2
+            AND day >= (($3::timestamptz - ${lookback} * interval '${DAY_MS} milliseconds') AT TIME ZONE $4)::date`,
+        [tenant.clientId, tenant.environment, change.earliest, keptZone],
+      );
+    }
+  });
+}
+
+/** Consecutive days as runs [from, to), from sorted `YYYY-MM-DD` dates. */
+function runsOf(days: readonly string[]): { from: string; to: string }[] {
+  const next = (day: string) => new Date(Date.parse(`${day}T00:00:00Z`) + DAY_MS).toISOString().slice(0, 10);
+  const runs: { from: string; to: string }[] = [];
+  for (const day of days) {
+    const last = runs.at(-1);
+    if (last && last.to === day) last.to = next(day);
+    else runs.push({ from: day, to: next(day) });
+  }
+  return runs;
+}
+
+/**
+ * Computes the kept days a report needs and lacks, in the transaction that then reads them: the
+ * client's lock is held until the report has read, so no other report drops or writes its days
+ * meanwhile. Days of another zone (the client's changed) are all dropped first.
+ */
+export async function keepMissingDays(tx: Queryable, { tenant, timeZone, combinations, period }: KeptTotalsAsked): Promise<void> {
+  const tenantParams = [tenant.clientId, tenant.environment];
+  if ((await lockKeptTotals(tx, tenant, timeZone)) !== timeZone) {
+    for (const [table] of TABLES_BY_LOOKBACK) await tx.query(`DELETE FROM ${table} WHERE client_id = $1 AND environment = $2`, tenantParams);
+    await tx.query('UPDATE attribution_totals_kept SET time_zone = $3 WHERE client_id = $1 AND environment = $2', [...tenantParams, timeZone]);
+  }
+  const missingDays = async (totals: string) =>
+    runsOf(
+      (
+        await tx.query<{ day: string }>(
+          `SELECT to_char(d, 'YYYY-MM-DD') AS day
+             FROM generate_series($3::date::timestamp, $4::date::timestamp - interval '1 day', interval '1 day') AS d
+            WHERE NOT EXISTS (SELECT FROM attribution_days k
+                               WHERE k.client_id = $1 AND k.environment = $2 AND k.totals = $5 AND k.day = d::date)
+            ORDER BY d`,
+          [...tenantParams, period.from, period.to, totals],
+        )
+      ).map((row) => row.day),
+    );
+  /**
+   * Computes the missing days of `totals` with `combination`'s CTEs (attributionCtes at the ad
+   * level, over each run of missing days), writes them with `insert` (the statement after the
+   * CTEs, given the parameters to push its own onto), and marks the days kept.
+   */
+  const keep = async (totals: string, lookback: number, combination: AttributionCombination, insert: (params: unknown[]) => string) => {
+    for (const run of await missingDays(totals)) {
+      const params: unknown[] = [...tenantParams, timeZone, run.from, run.to];
+      const ctes = attributionCtes({
+        combinations: [{ ...combination, modelAsked: combination.model }],
+        params,
+        fromInstant: LOCAL_DAYS_AS_INSTANTS[0],
+        toInstant: LOCAL_DAYS_AS_INSTANTS[1],
+        bucketOf: (instant) => `(${instant} AT TIME ZONE $3)::date`,
+        keys: AD_COLUMNS,
+        kept: [],
+        accountsFromSpend: false,
+      });
+      await tx.query(`WITH ${ctes.join(',\n')}\n${insert(params)}`, params);
+      await tx.query(
+        `INSERT INTO attribution_days (client_id, environment, totals, day, lookback_days)
+         SELECT $1, $2, $3, d::date, $6
+           FROM generate_series($4::date::timestamp, $5::date::timestamp - interval '1 day', interval '1 day') AS d`,
+        [...tenantParams, totals, run.from, run.to, lookback],
+      );
+    }
+  };
+  const byKey = new Map(combinations.map((combination) => [keptTotalsKey(combination.model, windowDaysSql(combination.window)!, combination.accountingMode), combination]));
+  for (const [totals, combination] of byKey) {
+    const lookback = lookbackDays(combination);
+    await keep(totals, lookback, combination, (params) => {
+      const columns = [...AD_COLUMNS, 'currency', 'rev', 'txns', 'rev_ft', 'txns_ft'].join(', ');
+      return `INSERT INTO attribution_credit_days (client_id, environment, totals, lookback_days, day, n, ${columns})
+              SELECT $1, $2, $${params.push(totals)}::text, $${params.push(lookback)}::int, bucket, row_number() OVER (PARTITION BY bucket), ${columns}
+                FROM credit_totals`;
+    });
+  }
+  // Visits are the same under every combination: any computes them.
+  await keep(KEPT_VISITS, 0, combinations[0]!, () => {
+    const columns = [...AD_COLUMNS, 'visits', 'new_visits'].join(', ');
+    return `INSERT INTO attribution_visit_days (client_id, environment, day, n, ${columns})
+            SELECT $1, $2, bucket, row_number() OVER (PARTITION BY bucket), ${columns} FROM visit_totals`;
+  });
+}

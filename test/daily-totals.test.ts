@@ -1,0 +1,184 @@
+import assert from 'node:assert/strict';
+import { after, test } from 'node:test';
+import { ADMIN_TOKEN, minimalOrder, startService, type TestClient } from './helpers.js';
+
+/*
+ * Reports read attribution from kept daily totals (src/exports/daily-totals.ts), which writes make
+ * stale. Two clients are sent the same data; the first keeps its totals from report to report, the
+ * second has them wiped before every report, so that it computes every day afresh. After each kind
+ * of write that changes attribution, the two must answer the same. (That a report computed afresh
+ * equals the export of the same options is test/reports.test.ts's.)
+ */
+
+const service = await startService();
+after(() => service.close());
+const app = service.production;
+const admin = { authorization: `Bearer ${ADMIN_TOKEN}` };
+
+const kept = await service.createClient('keeps its totals');
+const fresh = await service.createClient('computes afresh');
+
+async function call(client: TestClient, method: 'POST' | 'PATCH' | 'GET', url: string, payload?: unknown) {
+  const response = await app.inject({ method, url, headers: client.headers, ...(payload === undefined ? {} : { payload: payload as object }) });
+  assert.ok(response.statusCode < 300, `${method} ${url}: ${response.body}`);
+  return response;
+}
+/** Sends the same write to both clients. */
+const write = async (method: 'POST' | 'PATCH', url: string, payload: unknown) => {
+  for (const client of [kept, fresh]) await call(client, method, url, payload);
+};
+const setZone = async (time_zone: string) => {
+  for (const client of [kept, fresh]) {
+    const response = await app.inject({ method: 'PATCH', url: `/admin/v1/clients/${client.client_id}`, headers: admin, payload: { time_zone } });
+    assert.equal(response.statusCode, 200, response.body);
+  }
+};
+
+const touch = (touchpoint_id: string, occurred_at: string, who: { visitor?: string; customer?: string }, fields: Record<string, unknown> = {}) => ({
+  touchpoint_id,
+  occurred_at,
+  ...(who.visitor ? { visitor_id: who.visitor } : {}),
+  ...(who.customer ? { customer_id: who.customer } : {}),
+  ...fields,
+});
+const order = (order_id: string, customer_id: string, time_of_purchase: string, purchase_total: number) =>
+  minimalOrder(order_id, { customer_id, time_of_purchase, currency: 'USD', purchase_total, products: [{ id: 'p', name: 'P', quantity: 1, price: purchase_total }] });
+const spend = (hour_start_iso: string, platform_name: string, campaign_id: string, amount: number) => ({
+  hour_start_iso,
+  platform_name,
+  platform_account_id: 'acc-1',
+  campaign_id,
+  campaign_name: `${campaign_id} name`,
+  spend: amount,
+  spend_currency: 'USD',
+  impressions: 100,
+  clicks: 10,
+});
+const meta = (campaign_id: string) => ({ platform_name: 'meta', campaign_id, ad_id: `${campaign_id}-ad` });
+const google = (campaign_id: string) => ({ platform_name: 'google', campaign_id });
+
+const PERIOD = { start_date: '2024-03-01', end_date: '2024-03-10' };
+const METRICS = 'spend,rev,txns,roas,revFt,txnsFt,visits,newVisits';
+const QUERIES: Record<string, string>[] = [
+  { ...PERIOD, granularity: 'DAILY', level: 'campaign', metrics: METRICS, model: 'linear', window: '7', mode: 'cash' },
+  { ...PERIOD, granularity: 'DAILY', level: 'campaign', metrics: METRICS, model: 'linear', window: '7', mode: 'accrual' },
+  { ...PERIOD, granularity: 'WEEKLY', level: 'ad', breakdown: 'account', metrics: METRICS, model: 'first_touch', window: '3', mode: 'cash' },
+  { ...PERIOD, granularity: 'PERIOD', level: 'total', metrics: 'rev,txns,revFt,visits,newVisits', model: 'time_decay', window: '7', mode: 'accrual' },
+];
+
+const report = async (client: TestClient, query: Record<string, string>) => (await call(client, 'GET', `/v1/reports/performance?${new URLSearchParams(query)}`)).json();
+
+async function wipeKeptTotals(client: TestClient) {
+  for (const table of ['attribution_credit_days', 'attribution_visit_days', 'attribution_days', 'attribution_totals_kept', 'attribution_changes']) {
+    await service.db.query(`DELETE FROM ${table} WHERE client_id = $1`, [client.client_id]);
+  }
+}
+
+/** Every query answers the same from kept totals as afresh; the answers, for checks of their own. */
+async function assertKeptEqualsFresh(step: string): Promise<Record<string, unknown>[]> {
+  const answers = [];
+  for (const query of QUERIES) {
+    const fromKept = await report(kept, query);
+    await wipeKeptTotals(fresh);
+    assert.deepEqual(fromKept, await report(fresh, query), `${step}: ${JSON.stringify(query)}`);
+    answers.push(fromKept);
+  }
+  return answers;
+}
+
+/** The kept days of a client's totals, with the transaction that wrote each (PostgreSQL's xmin). */
+async function keptDays(client: TestClient, totals: string): Promise<Map<string, string>> {
+  const rows = await service.db.query<{ day: string; writer: string }>(
+    `SELECT to_char(day, 'YYYY-MM-DD') AS day, xmin::text AS writer FROM attribution_days WHERE client_id = $1 AND totals = $2 ORDER BY day`,
+    [client.client_id, totals],
+  );
+  return new Map(rows.map((row) => [row.day, row.writer]));
+}
+
+test('after every kind of write that changes attribution, reports from kept totals equal reports computed afresh', async () => {
+  await setZone('America/New_York');
+  await write('POST', '/v1/spend_hourly', {
+    data: [spend('2024-03-02T15:00:00Z', 'meta', 'spring', 10), spend('2024-03-05T15:00:00Z', 'meta', 'winter', 20), spend('2024-03-06T15:00:00Z', 'google', 'search', 12)],
+  });
+  await write('POST', '/v1/touchpoints', {
+    data: [
+      touch('t1', '2024-03-02T14:00:00Z', { visitor: 'v1', customer: 'c1' }, meta('spring')),
+      touch('t2', '2024-03-04T23:30:00Z', { visitor: 'v1', customer: 'c1' }, google('search')),
+      touch('t3', '2024-03-05T12:00:00Z', { visitor: 'v2', customer: 'c2' }, meta('winter')),
+      touch('t4', '2024-03-06T02:00:00Z', { visitor: 'anon' }, meta('winter')),
+      touch('t5', '2024-03-07T16:00:00Z', { visitor: 'anon' }),
+      touch('t6', '2024-03-03T10:00:00Z', { visitor: 'anon2' }, { utm_source: 'newsletter', utm_medium: 'email' }),
+    ],
+  });
+  await write('POST', '/v2/orders', [
+    order('o1', 'c1', '2024-03-05T03:00:00Z', 100),
+    order('o2', 'c2', '2024-03-05T20:00:00Z', 45),
+    order('o3', 'c3', '2024-03-09T12:00:00Z', 30),
+    order('o4', 'c4', '2024-03-08T12:00:00Z', 25),
+    order('o6', 'c5', '2024-03-04T12:00:00Z', 80),
+  ]);
+  const [first] = await assertKeptEqualsFresh('seeded');
+  assert.ok((first!.rows as unknown[]).length >= 5);
+  const cashDays = await keptDays(kept, 'linear/7/cash');
+  assert.equal(cashDays.size, 10);
+
+  // A touchpoint arriving late, in the period: cash days from its day on are computed again, earlier ones kept.
+  await write('POST', '/v1/touchpoints', { data: [touch('late', '2024-03-04T15:00:00Z', { customer: 'c1' }, meta('spring'))] });
+  await assertKeptEqualsFresh('late touchpoint');
+  const afterLate = await keptDays(kept, 'linear/7/cash');
+  for (const [day, writer] of afterLate) {
+    if (day < '2024-03-04') assert.equal(writer, cashDays.get(day), `${day} kept`);
+    else assert.notEqual(writer, cashDays.get(day), `${day} computed again`);
+  }
+
+  // An anonymous visitor identified as a customer with an order: its earlier touchpoints join the path.
+  await write('POST', '/v1/identities', { data: [{ visitor_id: 'anon', customer_id: 'c4' }] });
+  await assertKeptEqualsFresh('visitor linked to a customer');
+
+  // A visitor linked to an order that has not arrived; then the order: the visitor's touchpoints
+  // join the paths of its customer's earlier order too.
+  await write('POST', '/v1/identities', { data: [{ visitor_id: 'anon2', order_id: 'o5' }] });
+  await assertKeptEqualsFresh('visitor linked to an order to come');
+  await write('POST', '/v2/orders', [order('o5', 'c5', '2024-03-06T12:00:00Z', 60)]);
+  await assertKeptEqualsFresh('the linked order arrives');
+  // An order earlier than its customer's only one: that one is no longer the first.
+  await write('POST', '/v2/orders', [order('o7', 'c3', '2024-03-06T18:00:00Z', 15)]);
+  await assertKeptEqualsFresh('a first order before the first');
+
+  // An order moved to another day, then given to another customer.
+  await write('PATCH', '/v2/orders', [{ order_id: 'o2', time_of_purchase: '2024-03-08T09:00:00Z' }]);
+  await assertKeptEqualsFresh('order moved by a patch');
+  await write('POST', '/v2/orders', [order('o1', 'c2', '2024-03-05T03:00:00Z', 100)]);
+  await assertKeptEqualsFresh('order given to another customer');
+  await write('PATCH', '/v2/orders', [{ order_id: 'o5', customer_id: 'c1' }]);
+  await assertKeptEqualsFresh('an order linked to a visitor given to another customer by a patch');
+
+  // A touchpoint sent again with another time.
+  await write('POST', '/v1/touchpoints', { data: [touch('t1', '2024-03-09T14:00:00Z', { visitor: 'v1', customer: 'c1' }, meta('spring'))] });
+  await assertKeptEqualsFresh('touchpoint replaced');
+
+  // An erasure, and a new time zone: other local days.
+  await write('POST', '/v1/customers/erase', { customer_ids: ['c2'] });
+  await assertKeptEqualsFresh('customer erased');
+  await setZone('Asia/Tokyo');
+  await assertKeptEqualsFresh('time zone changed');
+});
+
+test('a write after the period keeps every day of it; the unlimited window and hourly reports are computed every time', async () => {
+  const before = await keptDays(kept, 'linear/7/cash');
+  await report(kept, QUERIES[0]!);
+  assert.deepEqual(await keptDays(kept, 'linear/7/cash'), before);
+  await write('POST', '/v1/touchpoints', { data: [touch('next-month', '2024-04-02T10:00:00Z', { customer: 'c9' }, meta('spring'))] });
+  await write('POST', '/v2/orders', [order('next-month', 'c9', '2024-04-02T12:00:00Z', 9)]);
+  await report(kept, QUERIES[0]!);
+  assert.deepEqual(await keptDays(kept, 'linear/7/cash'), before);
+
+  const unlimited = { ...QUERIES[0]!, window: 'infinity' };
+  const hourly = { ...QUERIES[0]!, granularity: 'HOURLY', end_date: '2024-03-02' };
+  for (const query of [unlimited, hourly]) {
+    await wipeKeptTotals(fresh);
+    assert.deepEqual(await report(kept, query), await report(fresh, query));
+  }
+  const [{ n }] = (await service.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM attribution_days WHERE client_id = $1 AND totals LIKE '%/infinity/%'`, [kept.client_id])) as [{ n: number }];
+  assert.equal(n, 0);
+});
