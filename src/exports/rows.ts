@@ -87,7 +87,7 @@ const UNITS: Record<Exclude<Granularity, 'HOURLY' | 'PERIOD'>, string> = { DAILY
 const RATIO_SCALE = 6;
 const ratio = (numerator: string, denominator: string) => `round(${numerator} / nullif(${denominator}, 0), ${RATIO_SCALE})`;
 /** A metric's column in SQL: ids in camel case (revFt) are quoted to keep their case. */
-const columnName = (metric: string) => (/^[a-z_]+$/.test(metric) ? metric : `"${metric}"`);
+export const columnName = (metric: string) => (/^[a-z_]+$/.test(metric) ? metric : `"${metric}"`);
 
 /** The sums a row is made of, and the metrics computed from them; order sums are null on ad-object rows. */
 const SPEND_SUMS = ['spend', 'impressions', 'clicks'];
@@ -383,12 +383,14 @@ export interface OutputColumn {
  * its rows, then the metrics asked for under their labels. Files and answers of every format are
  * written from these two, so that none computes a number its own way.
  */
-export function planRowsSql(tenant: Tenant, plan: ExportPlan): { sql: string; params: unknown[]; columns: OutputColumn[] } {
+export function planRowsSql(tenant: Tenant, plan: ExportPlan): { sql: string; params: unknown[]; columns: OutputColumn[]; computed: string[] } {
   const { sql, params, columns } = exportRowsSql({ tenant, ...plan });
   const dimensions = columns.filter((name) => DIMENSION_COLUMNS.includes(name));
   return {
     sql,
     params,
+    /** Every column the statement computes, whether output or not (the metrics of every row). */
+    computed: columns,
     // An alias (imprs) is its metric's column (impressions) under the alias's header.
     columns: [
       ...dimensions.map((name) => ({ name, header: name })),
