@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { after, test } from 'node:test';
-import { ADMIN_TOKEN, minimalOrder, startService, type TestClient } from './helpers.js';
+import { ADMIN_TOKEN, hourlySpend, minimalOrder, startService, type TestClient } from './helpers.js';
 
 /*
  * Reports read attribution from kept daily totals (src/exports/daily-totals.ts), which writes make
@@ -45,15 +45,11 @@ const touch = (touchpoint_id: string, occurred_at: string, who: { visitor?: stri
 const order = (order_id: string, customer_id: string, time_of_purchase: string, purchase_total: number) =>
   minimalOrder(order_id, { customer_id, time_of_purchase, currency: 'USD', purchase_total, products: [{ id: 'p', name: 'P', quantity: 1, price: purchase_total }] });
 const spend = (hour_start_iso: string, platform_name: string, campaign_id: string, amount: number) => ({
+  ...hourlySpend(campaign_id),
   hour_start_iso,
   platform_name,
-  platform_account_id: 'acc-1',
-  campaign_id,
   campaign_name: `${campaign_id} name`,
   spend: amount,
-  spend_currency: 'USD',
-  impressions: 100,
-  clicks: 10,
 });
 const meta = (campaign_id: string) => ({ platform_name: 'meta', campaign_id, ad_id: `${campaign_id}-ad` });
 const google = (campaign_id: string) => ({ platform_name: 'google', campaign_id });
