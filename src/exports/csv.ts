@@ -1,6 +1,7 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { readThroughCursor, type Queryable } from '../db/index.js';
+import { joinedBytes } from './text-bytes.js';
 
 /** One CSV line (RFC 4180): cells holding a comma, quote or line break are quoted; lines end CRLF. */
 export function csvLine(cells: readonly string[]): string {
@@ -62,11 +63,11 @@ export async function writeCsv(tx: Queryable, sql: string, params: readonly unkn
     await open(undefined);
     await readThroughCursor<Record<string, unknown>>(tx, { sql, params, batchSize: BATCH, hold: false }, async (rows) => {
       signal.throwIfAborted();
-      let text = '';
+      let lines: string[] = [];
       for (const row of rows) {
         if (rowsInFile === output.rowsPerFile) {
-          await file!.write(text);
-          text = '';
+          await file!.write(joinedBytes(lines));
+          lines = [];
           await close();
           if (files.length === 1) {
             // A second file is needed: the first becomes part 1.
@@ -81,10 +82,10 @@ export async function writeCsv(tx: Queryable, sql: string, params: readonly unkn
           return asText[index] ? asSpreadsheetText(cell) : cell;
         });
         distinct.add(String(row[output.distinctOf]));
-        text += csvLine(cells);
+        lines.push(csvLine(cells));
         rowsInFile++;
       }
-      await file!.write(text);
+      await file!.write(joinedBytes(lines));
     });
   } finally {
     await close().catch(() => {});

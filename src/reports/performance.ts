@@ -4,6 +4,7 @@ import type { ErrorItem } from '../http/errors.js';
 import { METRIC_IDS, isAttributionMetric, isOrderMetric } from '../exports/catalog.js';
 import { keptTotalsOf } from '../exports/daily-totals.js';
 import { planExport, type ExportPlan } from '../exports/plan.js';
+import { joinedBytes } from '../exports/text-bytes.js';
 import { columnName, planRowsSql, type Granularity, type OutputColumn } from '../exports/rows.js';
 import type { ExportRequest } from '../exports/schema.js';
 
@@ -184,25 +185,9 @@ export async function runReport(
   await reports.eachBatch({ sql: rowsSql, params, keptTotals }, async (rows) => {
     if (rows.length === 0) return;
     for (const row of rows) totals.add(row);
-    batches.push(joinedBytes(rows.map((row) => row.row_json as string), batches.length > 1));
+    batches.push(joinedBytes(rows.map((row) => row.row_json as string), ',', batches.length > 1));
   });
   const { totals: summed, currency } = totals.result();
   batches.push(Buffer.from(`],"totals":${JSON.stringify(summed)},"currency":${JSON.stringify(currency)}}`));
   return { json: Buffer.concat(batches) };
-}
-
-/**
- * `texts` joined by commas (and after one, when `afterOthers`) as UTF-8 bytes, written straight
- * into one buffer: a batch's joined text would be a string of hundreds of KB, which V8 keeps
- * until a full collection, where buffers are memory outside its heap that it accounts for.
- */
-function joinedBytes(texts: string[], afterOthers: boolean): Buffer {
-  const commas = texts.length - 1 + (afterOthers ? 1 : 0);
-  const bytes = Buffer.allocUnsafe(texts.reduce((size, text) => size + Buffer.byteLength(text), commas));
-  let at = 0;
-  texts.forEach((text, index) => {
-    if (index > 0 || afterOthers) at = bytes.writeUInt8(0x2c, at);
-    at += bytes.write(text, at);
-  });
-  return bytes;
 }
