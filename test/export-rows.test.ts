@@ -3,7 +3,7 @@ import { after, test } from 'node:test';
 import type { Tenant } from '../src/auth/tenant.js';
 import { createClientRepository } from '../src/clients/repository.js';
 import type { Period } from '../src/exports/period.js';
-import { exportRowsSql, type ExportRowsQuery } from '../src/exports/rows.js';
+import { exportRowsSql, inRowsTransaction, type ExportRowsQuery } from '../src/exports/rows.js';
 import { createTestDatabase } from './helpers.js';
 
 const store = await createTestDatabase();
@@ -294,4 +294,15 @@ test('HOURLY orders are taken by the hour they fall in, as spend is: no hour is 
   assert.deepEqual(metricsOf((await hourly({ kind: 'instants', from: '2024-03-01T18:05:00Z', to: '2024-03-01T19:05:00Z' }, 'UTC')).rows), [
     ['2024-03-01T19:00:00+00:00', '10', '50'],
   ]);
+});
+
+test('the settings of a plan\'s transaction apply where its statement runs: on Citus, on the worker holding the client\'s shard', async () => {
+  // Read from the client's rows, so that on Citus the settings are those of the shard's worker.
+  const settings = await inRowsTransaction(store.db, (tx) =>
+    tx.query<{ work_mem: string; jit: string }>(
+      `SELECT current_setting('work_mem') AS work_mem, current_setting('jit') AS jit FROM spend_hourly WHERE client_id = $1 LIMIT 1`,
+      [client.client_id],
+    ),
+  );
+  assert.deepEqual(settings, [{ work_mem: '64MB', jit: 'off' }]);
 });

@@ -360,9 +360,16 @@ function orderTotals(fromInstant: string, toInstant: string, bucketOf: (instant:
  * bench/attribution.ts took 22 s, against 14 s with 64 MB). JIT compilation of a statement this
  * large cost 2.5 s more of it, for no gain at this size. Exports read the statement through a
  * cursor, for which PostgreSQL plans to fetch a tenth of the rows quickly by default: every row is
- * read, so it plans for all of them.
+ * read, so it plans for all of them. On Citus the statement runs on the worker that holds the
+ * client's shard, which a SET LOCAL reaches only when Citus is told to pass it on
+ * (`citus.propagate_set_commands`, first); elsewhere that setting is an unused placeholder.
  */
-export const ROWS_TRANSACTION_SETTINGS = ["SET LOCAL work_mem = '64MB'", 'SET LOCAL jit = off', 'SET LOCAL cursor_tuple_fraction = 1'];
+export const ROWS_TRANSACTION_SETTINGS = [
+  "SET LOCAL citus.propagate_set_commands = 'local'",
+  "SET LOCAL work_mem = '64MB'",
+  'SET LOCAL jit = off',
+  'SET LOCAL cursor_tuple_fraction = 1',
+];
 
 /** Runs `work` in a transaction with ROWS_TRANSACTION_SETTINGS: where a plan's rows are read (exports, reports). */
 export function inRowsTransaction<T>(db: Database, work: (tx: Queryable) => Promise<T>): Promise<T> {
