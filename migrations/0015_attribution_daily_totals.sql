@@ -51,7 +51,6 @@ CREATE TABLE attribution_credit_days (
   totals              text COLLATE "C" NOT NULL,
   day                 date NOT NULL,
   n                   int NOT NULL,
-  lookback_days       int NOT NULL,
   platform_name       text COLLATE "C" NOT NULL,
   platform_account_id text COLLATE "C" NOT NULL,
   campaign_id         text COLLATE "C" NOT NULL,

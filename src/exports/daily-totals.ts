@@ -36,11 +36,7 @@ export function keptTotalsOf(tenant: Tenant, plan: RowsPlan): KeptTotalsAsked | 
 /** How far before a change a kept day's numbers reach: accrual credits count at touchpoints up to a window before their orders. */
 const lookbackDays = (combination: AttributionCombination) => (combination.accountingMode === 'accrual' ? windowDaysSql(combination.window)! : 0);
 
-const TABLES_BY_LOOKBACK = [
-  ['attribution_days', 'lookback_days'],
-  ['attribution_credit_days', 'lookback_days'],
-  ['attribution_visit_days', '0'],
-] as const;
+const KEPT_TABLES = ['attribution_days', 'attribution_credit_days', 'attribution_visit_days'];
 
 /**
  * Takes the lock under which a client's kept totals change (its attribution_totals_kept row,
@@ -62,24 +58,32 @@ async function lockKeptTotals(tx: Queryable, { clientId, environment }: Tenant, 
 /**
  * Drops the kept days that writes since the last report may have changed, and clears the change
  * instant. A transaction of its own, kept short: writes of the client wait for its lock on the
- * change row. Changes committed after it stay noted for the next report.
+ * change row. Changes committed after it stay noted for the next report. Each combination's days
+ * go by a bound of their own (its lookback), which the keys' day column can find.
  */
 export function dropChangedDays(db: Database, { tenant, timeZone }: KeptTotalsAsked): Promise<void> {
   return db.transaction(async (tx) => {
+    const tenantParams = [tenant.clientId, tenant.environment];
     const keptZone = await lockKeptTotals(tx, tenant, timeZone);
     const [change] = await tx.query<{ earliest: string }>(
-      'DELETE FROM attribution_changes WHERE client_id = $1 AND environment = $2 RETURNING earliest::text AS earliest',
-      [tenant.clientId, tenant.environment],
+      'SELECT earliest::text AS earliest FROM attribution_changes WHERE client_id = $1 AND environment = $2 FOR UPDATE',
+      tenantParams,
     );
     if (!change) return;
-    for (const [table, lookback] of TABLES_BY_LOOKBACK) {
-      await tx.query(
-        `DELETE FROM ${table}
-          WHERE client_id = $1 AND environment = $2
-            AND day >= (($3::timestamptz - ${lookback} * interval '${DAY_MS} milliseconds') AT TIME ZONE $4)::date`,
-        [tenant.clientId, tenant.environment, change.earliest, keptZone],
-      );
+    const from = `(($3::timestamptz - $4::int * interval '${DAY_MS} milliseconds') AT TIME ZONE $5)::date`;
+    const kept = await tx.query<{ totals: string; lookback_days: number }>(
+      'SELECT DISTINCT totals, lookback_days FROM attribution_days WHERE client_id = $1 AND environment = $2',
+      tenantParams,
+    );
+    for (const { totals, lookback_days } of kept) {
+      const params = [...tenantParams, change.earliest, lookback_days, keptZone, totals];
+      await tx.query(`DELETE FROM attribution_days WHERE client_id = $1 AND environment = $2 AND totals = $6 AND day >= ${from}`, params);
+      if (totals !== KEPT_VISITS) {
+        await tx.query(`DELETE FROM attribution_credit_days WHERE client_id = $1 AND environment = $2 AND totals = $6 AND day >= ${from}`, params);
+      }
     }
+    await tx.query(`DELETE FROM attribution_visit_days WHERE client_id = $1 AND environment = $2 AND day >= ${from}`, [...tenantParams, change.earliest, 0, keptZone]);
+    await tx.query('DELETE FROM attribution_changes WHERE client_id = $1 AND environment = $2', tenantParams);
   });
 }
 
@@ -103,7 +107,7 @@ function runsOf(days: readonly string[]): { from: string; to: string }[] {
 export async function keepMissingDays(tx: Queryable, { tenant, timeZone, combinations, period }: KeptTotalsAsked): Promise<void> {
   const tenantParams = [tenant.clientId, tenant.environment];
   if ((await lockKeptTotals(tx, tenant, timeZone)) !== timeZone) {
-    for (const [table] of TABLES_BY_LOOKBACK) await tx.query(`DELETE FROM ${table} WHERE client_id = $1 AND environment = $2`, tenantParams);
+    for (const table of KEPT_TABLES) await tx.query(`DELETE FROM ${table} WHERE client_id = $1 AND environment = $2`, tenantParams);
     await tx.query('UPDATE attribution_totals_kept SET time_zone = $3 WHERE client_id = $1 AND environment = $2', [...tenantParams, timeZone]);
   }
   const missingDays = async (totals: string) =>
@@ -151,8 +155,8 @@ export async function keepMissingDays(tx: Queryable, { tenant, timeZone, combina
     const lookback = lookbackDays(combination);
     await keep(totals, lookback, combination, (params) => {
       const columns = [...AD_COLUMNS, 'currency', 'rev', 'txns', 'rev_ft', 'txns_ft'].join(', ');
-      return `INSERT INTO attribution_credit_days (client_id, environment, totals, lookback_days, day, n, ${columns})
-              SELECT $1, $2, $${params.push(totals)}::text, $${params.push(lookback)}::int, bucket, row_number() OVER (PARTITION BY bucket), ${columns}
+      return `INSERT INTO attribution_credit_days (client_id, environment, totals, day, n, ${columns})
+              SELECT $1, $2, $${params.push(totals)}::text, bucket, row_number() OVER (PARTITION BY bucket), ${columns}
                 FROM credit_totals`;
     });
   }
