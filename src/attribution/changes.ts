@@ -2,8 +2,10 @@
  * What writes to touchpoints, identities and orders tell the kept daily totals of attribution
  * (src/exports/daily-totals.ts, migration 0015): the earliest instant whose credits or visits
  * they may have changed. Each write lowers its client's attribution_changes.earliest in its own
- * transaction, as its last statement (a write locks its data rows first and this row last, so
- * writes of one client cannot deadlock on it), and the totals read and clear it.
+ * transaction, once and last: every transaction that writes locks its data rows first and this
+ * row last, so that writes of one client cannot deadlock on it (a transaction of two writes
+ * that each noted would lock it between them: the collector writes touchpoints and links in one
+ * statement instead). The totals read and clear it.
  *
  * Cash credits and visits change from that instant on; accrual credits from a window before it.
  * What a write gives as its earliest instant:
@@ -12,9 +14,10 @@
  *   its visitor's first visit); replaced: -infinity, since its earlier values are not read back;
  * - an identity link: the first touchpoint of the visitor (the orders of the old and the new
  *   customer from then on may change their paths);
- * - an order written: the earliest of its time of purchase before and after, and of the first
- *   touchpoint of the visitors linked through it (their touchpoints become its customer's, in
- *   the paths of the customer's other orders);
+ * - an order written: the earliest of its time of purchase before (read under the row's lock,
+ *   not from the statement's snapshot, which a concurrent write may have overtaken) and after,
+ *   and of the first touchpoint of the visitors linked through it (their touchpoints become its
+ *   customer's, in the paths of the customer's other orders);
  * - an erasure: -infinity.
  */
 

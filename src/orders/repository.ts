@@ -81,9 +81,9 @@ const firstTouchpointLinkedThrough = (orders: string) => `
                         WHERE t.client_id = $1 AND t.environment = $2 AND t.visitor_id = i.visitor_id
                         ORDER BY t.occurred_at LIMIT 1) AS first`;
 
-/** Notes the attribution change of a write of orders, as the last statement of its transaction: `earliest` as text, or null. */
-const noteChange = (tx: Queryable, tenant: Tenant, earliest: string | null) =>
-  tx.query(noteAttributionChangeSql('SELECT $3::timestamptz'), [tenant.clientId, tenant.environment, earliest]);
+/** Notes the attribution change of a write of orders, as the last statement of its transaction: the earliest of `instants` (text, or null). */
+const noteChange = (tx: Queryable, tenant: Tenant, ...instants: (string | null)[]) =>
+  tx.query(noteAttributionChangeSql('SELECT min(e) FROM unnest($3::timestamptz[]) AS e'), [tenant.clientId, tenant.environment, instants]);
 
 export function createOrderRepository(db: Database) {
   /**
@@ -136,29 +136,37 @@ export function createOrderRepository(db: Database) {
         // Sorted by order_id as the key is (byte-wise), so that concurrent batches lock rows in one order.
         // updated_at never goes back, should a transaction that started earlier write the row later;
         // no volatile function in SET, which a distributed PostgreSQL (Citus) refuses there.
-        // The statement's last select reads the orders as they were before it: their earlier
-        // times of purchase, for the attribution change.
+        // The orders the batch replaces are locked first, in key order as the upsert locks them, so
+        // that their times of purchase read here are those the upsert replaces (an attribution
+        // change reaches back to them), not those of an older snapshot.
+        const [before] = await tx.query<{ earliest: string | null }>(
+          `WITH ids AS (SELECT b.value->>'order_id' AS order_id FROM json_array_elements($3::json) AS b),
+           locked AS MATERIALIZED (
+             SELECT o.time_of_purchase
+               FROM (SELECT order_id FROM ids ORDER BY order_id COLLATE "C") AS k
+              CROSS JOIN LATERAL (SELECT time_of_purchase FROM orders
+                                   WHERE client_id = $1 AND environment = $2 AND order_id = k.order_id
+                                     FOR UPDATE) AS o
+           )
+           SELECT least((SELECT min(time_of_purchase) FROM locked), (${firstTouchpointLinkedThrough('ids')}))::text AS earliest`,
+          [tenant.clientId, tenant.environment, batchJson],
+        );
         const [written] = await tx.query<{ inserted: number; written: number; earliest: string | null }>(
-          `WITH batch AS MATERIALIZED (SELECT b.body, b.body->>'order_id' AS order_id FROM jsonb_array_elements($3::jsonb) AS b(body)),
-           written AS (
+          `WITH written AS (
              INSERT INTO orders AS o (client_id, environment, order_id, time_of_purchase, body, created_at, updated_at)
-             SELECT $1, $2, b.order_id, (b.body->>'time_of_purchase')::timestamptz,
+             SELECT $1, $2, b.body->>'order_id', (b.body->>'time_of_purchase')::timestamptz,
                     $4::jsonb || (b.body - 'alternate_order_ids'), now(), now()
-               FROM batch b
-              ORDER BY b.order_id COLLATE "C"
+               FROM jsonb_array_elements($3::jsonb) AS b(body)
+              ORDER BY b.body->>'order_id' COLLATE "C"
              ON CONFLICT (client_id, environment, order_id) DO UPDATE SET
                time_of_purchase = excluded.time_of_purchase, body = excluded.body, updated_at = greatest(o.updated_at, excluded.updated_at)
              RETURNING (xmax = 0) AS inserted, time_of_purchase
            )
-           SELECT (SELECT count(*) FROM written WHERE inserted)::int AS inserted, (SELECT count(*) FROM written)::int AS written,
-                  least((SELECT min(time_of_purchase) FROM written),
-                        (SELECT min(o.time_of_purchase) FROM batch b
-                           JOIN orders o ON o.client_id = $1 AND o.environment = $2 AND o.order_id = b.order_id),
-                        (${firstTouchpointLinkedThrough('batch')}))::text AS earliest`,
+           SELECT count(*) FILTER (WHERE inserted)::int AS inserted, count(*)::int AS written, min(time_of_purchase)::text AS earliest FROM written`,
           [tenant.clientId, tenant.environment, batchJson, JSON.stringify(defaults)],
         );
         await attachAliases(tx, tenant, aliases);
-        await noteChange(tx, tenant, written!.earliest);
+        await noteChange(tx, tenant, before!.earliest, written!.earliest);
         return { inserted: written!.inserted, updated: written!.written - written!.inserted };
       });
     },
