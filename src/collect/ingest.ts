@@ -1,5 +1,5 @@
 import type { Tenant } from '../auth/tenant.js';
-import type { Database, Queryable } from '../db/index.js';
+import type { Database } from '../db/index.js';
 import { invalidRequest, type ErrorItem } from '../http/errors.js';
 import { deriveTouchpoint, type DerivedTouchpoint, type SourcePlatforms, type TouchpointInput } from '../touchpoints/derive.js';
 import { createTouchpointRepository } from '../touchpoints/repository.js';
@@ -51,7 +51,7 @@ function lastOf<T>(items: readonly T[], key: (item: T) => string): T[] {
 
 /**
  * Stores the touchpoints (upserted by touchpoint_id) and links (replacing each visitor's) of a
- * request received `at`: both or neither, as a request that fails stores nothing.
+ * request received `at`: both or neither (one statement), as a request that fails stores nothing.
  */
 export async function ingest(
   db: Database,
@@ -62,12 +62,11 @@ export async function ingest(
 ): Promise<{ touchpoints: number; links: number }> {
   const rows = lastOf(visits, (visit) => visit.touchpoint_id);
   const linked = lastOf(links, (link) => link.visitor_id);
-  const write = async (sql: Queryable) => {
-    const touchpoints = createTouchpointRepository(sql);
-    if (rows.length > 0) await touchpoints.upsert(tenant, rows, at);
-    if (linked.length > 0) await touchpoints.link(tenant, JSON.stringify({ data: linked }), at);
-  };
-  await (rows.length > 0 && linked.length > 0 ? db.transaction(write) : write(db));
+  const touchpoints = createTouchpointRepository(db);
+  const linksJson = JSON.stringify({ data: linked });
+  if (rows.length > 0 && linked.length > 0) await touchpoints.upsertAndLink(tenant, rows, linksJson, at);
+  else if (rows.length > 0) await touchpoints.upsert(tenant, rows, at);
+  else if (linked.length > 0) await touchpoints.link(tenant, linksJson, at);
   return { touchpoints: rows.length, links: linked.length };
 }
 

@@ -8,9 +8,9 @@ import { ingest, withSourceMapping, type Link, type Visit } from './ingest.js';
 /** The most events one group's statements write: a bound on their size, far past a busy shop's second. */
 export const MAX_GROUP_EVENTS = 2000;
 /**
- * The most groups of one client written at once: each is a lookup and a transaction of a few
- * statements, one after the other, so one at a time would cap a busy client at a group per
- * round trips; more would take the connections other clients and the API need.
+ * The most groups of one client written at once: each is a lookup and a statement, one after
+ * the other, so one at a time would cap a busy client at a group per two round trips; more would
+ * take the connections other clients and the API need.
  */
 export const MAX_GROUPS_IN_FLIGHT = 4;
 

@@ -54,6 +54,37 @@ class Parameters {
 
 export type TouchpointRepository = ReturnType<typeof createTouchpointRepository>;
 
+/**
+ * `written`: the touchpoints of the JSON array `json` (json, not jsonb: each record is read once,
+ * and building a jsonb of the whole batch first is work thrown away) inserted or replaced at `at`,
+ * with whether each was inserted and its occurred_at. The tenant is $1, $2.
+ */
+const writtenCte = (json: string, at: string) => `written AS (
+  INSERT INTO touchpoints AS t (client_id, environment, ${NAMES}, created_at, updated_at)
+  SELECT $1, $2, ${NAMES}, ${at}::timestamptz, ${at}::timestamptz
+    FROM json_to_recordset(${json}::json) AS r(${COLUMNS.map(([name, type]) => `${name} ${type}`).join(', ')})
+   ORDER BY touchpoint_id COLLATE "C"
+  ON CONFLICT (client_id, environment, touchpoint_id) DO UPDATE SET
+    ${VALUES.map((name) => `${name} = excluded.${name}`).join(', ')},
+    updated_at = greatest(t.updated_at, excluded.updated_at)
+  RETURNING xmax = 0 AS inserted, occurred_at)`;
+/** The attribution change of `written`: its earliest touchpoint; -infinity when it replaced one, whose earlier time is not read back. */
+const WRITTEN_EARLIEST = `SELECT CASE WHEN bool_and(inserted) THEN min(occurred_at) WHEN count(*) > 0 THEN '-infinity' END FROM written`;
+const WRITTEN_COUNTS = 'SELECT count(*) FILTER (WHERE inserted)::int AS inserted, count(*) FILTER (WHERE NOT inserted)::int AS updated FROM written';
+
+/** `linked`: the visitors of the links of `body` (`{"data": [...]}`) linked at `at`, each replacing its earlier link. */
+const linkedCte = (body: string, at: string) => `linked AS (
+  INSERT INTO identities AS i (client_id, environment, visitor_id, customer_id, order_id, linked_at)
+  SELECT $1, $2, r.visitor_id, r.customer_id, r.order_id, ${at}::timestamptz
+    FROM jsonb_to_recordset(${body}::jsonb -> 'data') AS r(visitor_id text, customer_id text, order_id text)
+   ORDER BY r.visitor_id COLLATE "C"
+  ON CONFLICT (client_id, environment, visitor_id) DO UPDATE SET
+    customer_id = excluded.customer_id, order_id = excluded.order_id, linked_at = excluded.linked_at
+  RETURNING visitor_id)`;
+/** The attribution change of `linked`: the first touchpoint of its visitors, whose customer changed. */
+const LINKED_EARLIEST = `SELECT min(t.occurred_at) FROM touchpoints t
+                          WHERE t.client_id = $1 AND t.environment = $2 AND t.visitor_id IN (SELECT visitor_id FROM linked)`;
+
 /** Over the database, or over one of its transactions. */
 export function createTouchpointRepository(db: Queryable) {
   /**
@@ -100,21 +131,25 @@ export function createTouchpointRepository(db: Queryable) {
      * (src/attribution/changes.ts).
      */
     async upsert(tenant: Tenant, touchpoints: readonly DerivedTouchpoint[], writtenAt: Date): Promise<{ inserted: number; updated: number }> {
-      // json, not jsonb: each record is read once, and building a jsonb of the whole batch first is work thrown away.
       const [counts] = await db.query<{ inserted: number; updated: number }>(
-        `WITH written AS (
-           INSERT INTO touchpoints AS t (client_id, environment, ${NAMES}, created_at, updated_at)
-           SELECT $1, $2, ${NAMES}, $4::timestamptz, $4::timestamptz
-             FROM json_to_recordset($3::json) AS r(${COLUMNS.map(([name, type]) => `${name} ${type}`).join(', ')})
-            ORDER BY touchpoint_id COLLATE "C"
-           ON CONFLICT (client_id, environment, touchpoint_id) DO UPDATE SET
-             ${VALUES.map((name) => `${name} = excluded.${name}`).join(', ')},
-             updated_at = greatest(t.updated_at, excluded.updated_at)
-           RETURNING xmax = 0 AS inserted, occurred_at
-         ),
-         noted AS (${noteAttributionChangeSql(`SELECT CASE WHEN bool_and(inserted) THEN min(occurred_at) WHEN count(*) > 0 THEN '-infinity' END FROM written`)})
-         SELECT count(*) FILTER (WHERE inserted)::int AS inserted, count(*) FILTER (WHERE NOT inserted)::int AS updated FROM written`,
+        `WITH ${writtenCte('$3', '$4')},
+         noted AS (${noteAttributionChangeSql(WRITTEN_EARLIEST)})
+         ${WRITTEN_COUNTS}`,
         [tenant.clientId, tenant.environment, JSON.stringify(touchpoints), writtenAt.toISOString()],
+      );
+      return counts!;
+    },
+
+    /**
+     * upsert and link in one statement, whose last step notes the attribution change of both: a
+     * transaction of the two would lock the change row between them (src/attribution/changes.ts).
+     */
+    async upsertAndLink(tenant: Tenant, touchpoints: readonly DerivedTouchpoint[], linksJson: string, at: Date): Promise<{ inserted: number; updated: number; linked: number }> {
+      const [counts] = await db.query<{ inserted: number; updated: number; linked: number }>(
+        `WITH ${writtenCte('$3', '$4')}, ${linkedCte('$5', '$4')},
+         noted AS (${noteAttributionChangeSql(`SELECT least((${WRITTEN_EARLIEST}), (${LINKED_EARLIEST}))`)})
+         SELECT counts.*, (SELECT count(*)::int FROM linked) AS linked FROM (${WRITTEN_COUNTS}) AS counts`,
+        [tenant.clientId, tenant.environment, JSON.stringify(touchpoints), at.toISOString(), linksJson],
       );
       return counts!;
     },
@@ -147,19 +182,8 @@ export function createTouchpointRepository(db: Queryable) {
      */
     async link(tenant: Tenant, bodyJson: string, linkedAt: Date): Promise<number> {
       const [row] = await db.query<{ linked: number }>(
-        `WITH linked AS (
-           INSERT INTO identities AS i (client_id, environment, visitor_id, customer_id, order_id, linked_at)
-           SELECT $1, $2, r.visitor_id, r.customer_id, r.order_id, $4::timestamptz
-             FROM jsonb_to_recordset($3::jsonb -> 'data') AS r(visitor_id text, customer_id text, order_id text)
-            ORDER BY r.visitor_id COLLATE "C"
-           ON CONFLICT (client_id, environment, visitor_id) DO UPDATE SET
-             customer_id = excluded.customer_id, order_id = excluded.order_id, linked_at = excluded.linked_at
-           RETURNING visitor_id
-         ),
-         noted AS (${noteAttributionChangeSql(
-           `SELECT min(t.occurred_at) FROM touchpoints t
-             WHERE t.client_id = $1 AND t.environment = $2 AND t.visitor_id IN (SELECT visitor_id FROM linked)`,
-         )})
+        `WITH ${linkedCte('$3', '$4')},
+         noted AS (${noteAttributionChangeSql(LINKED_EARLIEST)})
          SELECT count(*)::int AS linked FROM linked`,
         [tenant.clientId, tenant.environment, bodyJson, linkedAt.toISOString()],
       );
@@ -175,6 +199,11 @@ export function createTouchpointRepository(db: Queryable) {
 export const standInTouchpoints: TouchpointRepository = {
   sourcePlatforms: async () => ({}),
   upsert: async (_tenant, touchpoints) => ({ inserted: touchpoints.length, updated: 0 }),
+  upsertAndLink: async (_tenant, touchpoints, linksJson) => ({
+    inserted: touchpoints.length,
+    updated: 0,
+    linked: (JSON.parse(linksJson) as { data: unknown[] }).data.length,
+  }),
   list: async () => ({ items: '', total: 0 }),
   link: async (_tenant, bodyJson) => (JSON.parse(bodyJson) as { data: unknown[] }).data.length,
 };
