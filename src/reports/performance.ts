@@ -179,13 +179,16 @@ export async function runReport(
   const plan = { ...planned.plan, granularity };
   const keptTotals = keptTotalsOf(tenant, plan);
   const { sql, params, columns, computed } = planRowsSql(tenant, { ...plan, fromKeptTotals: keptTotals !== undefined });
-  const totals = totalsOf(plan);
-  const batches: Buffer[] = [Buffer.from('{"rows":[')];
+  const fresh = () => ({ totals: totalsOf(plan), batches: [Buffer.from('{"rows":[')] as Buffer[] });
+  let { totals, batches } = fresh();
   const rowsSql = reportRowsSql(sql, columns, computed, new Set(plan.metrics.map(({ id }) => id)));
-  await reports.eachBatch({ sql: rowsSql, params, keptTotals }, async (rows) => {
-    if (rows.length === 0) return;
-    for (const row of rows) totals.add(row);
-    batches.push(joinedBytes(rows.map((row) => row.row_json as string), ',', batches.length > 1));
+  await reports.eachBatch({ sql: rowsSql, params, keptTotals }, () => {
+    ({ totals, batches } = fresh());
+    return async (rows) => {
+      if (rows.length === 0) return;
+      for (const row of rows) totals.add(row);
+      batches.push(joinedBytes(rows.map((row) => row.row_json as string), ',', batches.length > 1));
+    };
   });
   const { totals: summed, currency } = totals.result();
   batches.push(Buffer.from(`],"totals":${JSON.stringify(summed)},"currency":${JSON.stringify(currency)}}`));

@@ -12,14 +12,17 @@ export function createReportRepository(db: Database) {
     /**
      * The rows of a report's statement (planRowsSql, which names the tenant), run with the
      * settings an export's run has, a batch at a time; with `keptTotals`, the statement reads
-     * kept daily totals, which are brought up to date first.
+     * kept daily totals, which are brought up to date first. A transaction that fails for a
+     * deadlock or a serialization failure is run again from the start: `startReading` is called
+     * at the start of each run, and gives the handler of that run's batches.
      */
     async eachBatch(
       { sql, params, keptTotals }: { sql: string; params: readonly unknown[]; keptTotals?: KeptTotalsAsked },
-      onBatch: (rows: Record<string, unknown>[]) => Promise<void>,
+      startReading: () => (rows: Record<string, unknown>[]) => Promise<void>,
     ): Promise<void> {
       if (keptTotals) await dropChangedDays(db, keptTotals);
       await inRowsTransaction(db, async (tx) => {
+        const onBatch = startReading();
         if (keptTotals) await keepMissingDays(tx, keptTotals);
         await readThroughCursor(tx, { sql, params, batchSize: BATCH, hold: false }, onBatch);
       });
