@@ -81,6 +81,29 @@ const firstTouchpointLinkedThrough = (orders: string) => `
                         WHERE t.client_id = $1 AND t.environment = $2 AND t.visitor_id = i.visitor_id
                         ORDER BY t.occurred_at LIMIT 1) AS first`;
 
+/**
+ * Before a write of the orders of `orders` (SQL of a relation with an order_id column, given
+ * `$3` = `param`): locks those that exist, in key order as the writes lock them, and answers the
+ * earliest of their times of purchase, read under the locks (not from a statement's snapshot,
+ * which a concurrent write may have overtaken), and of the first touchpoint of the visitors
+ * linked through them: what the write may move (src/attribution/changes.ts). Text, or null.
+ */
+async function earliestBeforeWrite(tx: Queryable, tenant: Tenant, orders: string, param: unknown): Promise<string | null> {
+  const [row] = await tx.query<{ earliest: string | null }>(
+    `WITH ids AS ${orders},
+     locked AS MATERIALIZED (
+       SELECT o.time_of_purchase
+         FROM (SELECT order_id FROM ids ORDER BY order_id COLLATE "C") AS k
+        CROSS JOIN LATERAL (SELECT time_of_purchase FROM orders
+                             WHERE client_id = $1 AND environment = $2 AND order_id = k.order_id
+                               FOR UPDATE) AS o
+     )
+     SELECT least((SELECT min(time_of_purchase) FROM locked), (${firstTouchpointLinkedThrough('ids')}))::text AS earliest`,
+    [tenant.clientId, tenant.environment, param],
+  );
+  return row!.earliest;
+}
+
 /** Notes the attribution change of a write of orders, as the last statement of its transaction: the earliest of `instants` (text, or null). */
 const noteChange = (tx: Queryable, tenant: Tenant, ...instants: (string | null)[]) =>
   tx.query(noteAttributionChangeSql('SELECT min(e) FROM unnest($3::timestamptz[]) AS e'), [tenant.clientId, tenant.environment, instants]);
@@ -136,21 +159,7 @@ export function createOrderRepository(db: Database) {
         // Sorted by order_id as the key is (byte-wise), so that concurrent batches lock rows in one order.
         // updated_at never goes back, should a transaction that started earlier write the row later;
         // no volatile function in SET, which a distributed PostgreSQL (Citus) refuses there.
-        // The orders the batch replaces are locked first, in key order as the upsert locks them, so
-        // that their times of purchase read here are those the upsert replaces (an attribution
-        // change reaches back to them), not those of an older snapshot.
-        const [before] = await tx.query<{ earliest: string | null }>(
-          `WITH ids AS (SELECT b.value->>'order_id' AS order_id FROM json_array_elements($3::json) AS b),
-           locked AS MATERIALIZED (
-             SELECT o.time_of_purchase
-               FROM (SELECT order_id FROM ids ORDER BY order_id COLLATE "C") AS k
-              CROSS JOIN LATERAL (SELECT time_of_purchase FROM orders
-                                   WHERE client_id = $1 AND environment = $2 AND order_id = k.order_id
-                                     FOR UPDATE) AS o
-           )
-           SELECT least((SELECT min(time_of_purchase) FROM locked), (${firstTouchpointLinkedThrough('ids')}))::text AS earliest`,
-          [tenant.clientId, tenant.environment, batchJson],
-        );
+        const before = await earliestBeforeWrite(tx, tenant, `(SELECT b.value->>'order_id' AS order_id FROM json_array_elements($3::json) AS b)`, batchJson);
         const [written] = await tx.query<{ inserted: number; written: number; earliest: string | null }>(
           `WITH written AS (
              INSERT INTO orders AS o (client_id, environment, order_id, time_of_purchase, body, created_at, updated_at)
@@ -166,7 +175,7 @@ export function createOrderRepository(db: Database) {
           [tenant.clientId, tenant.environment, batchJson, JSON.stringify(defaults)],
         );
         await attachAliases(tx, tenant, aliases);
-        await noteChange(tx, tenant, before!.earliest, written!.earliest);
+        await noteChange(tx, tenant, before, written!.earliest);
         return { inserted: written!.inserted, updated: written!.written - written!.inserted };
       });
     },
@@ -187,7 +196,8 @@ export function createOrderRepository(db: Database) {
         // The orders it does not return are unknown; `both` names the pairs of exclusive fields
         // the merged body would hold. The new time of purchase is read in `patch`: Citus refuses
         // the text-to-timestamptz cast (not immutable) inside the UPDATE's coalesce.
-        const rows = await tx.query<{ n: number; earliest: string; both: string[] }>(
+        const before = await earliestBeforeWrite(tx, tenant, '(SELECT unnest($3::text[]) AS order_id)', orderIds);
+        const rows = await tx.query<{ n: number; both: string[] }>(
           `WITH patch AS (
              SELECT p.body->>'order_id' AS order_id, p.n::int - 1 AS n,
                     (p.body->>'time_of_purchase')::timestamptz AS time_of_purchase,
@@ -197,9 +207,9 @@ export function createOrderRepository(db: Database) {
                FROM jsonb_array_elements($3::jsonb) WITH ORDINALITY AS p(body, n)
            ),
            locked AS MATERIALIZED (
-             SELECT o.order_id, o.time_of_purchase
+             SELECT o.order_id
                FROM (SELECT order_id FROM patch ORDER BY order_id COLLATE "C") AS p
-              CROSS JOIN LATERAL (SELECT order_id, time_of_purchase FROM orders
+              CROSS JOIN LATERAL (SELECT order_id FROM orders
                                    WHERE client_id = $1 AND environment = $2 AND order_id = p.order_id
                                      FOR UPDATE) AS o
            )
@@ -210,7 +220,7 @@ export function createOrderRepository(db: Database) {
              FROM patch p
             WHERE o.client_id = $1 AND o.environment = $2
               AND o.order_id = ANY (ARRAY(SELECT order_id FROM locked)) AND o.order_id = p.order_id
-           RETURNING p.n, least(o.time_of_purchase, (SELECT min(time_of_purchase) FROM locked))::text AS earliest, ARRAY(SELECT pair[1] FROM (VALUES (ARRAY['customer_email', 'hashed_customer_email']),
+           RETURNING p.n, ARRAY(SELECT pair[1] FROM (VALUES (ARRAY['customer_email', 'hashed_customer_email']),
                                                             (ARRAY['customer_phone_number', 'hashed_customer_phone_number'])) AS e(pair)
                                  WHERE o.body ?& pair) AS both`,
           [tenant.clientId, tenant.environment, patchJson, updatedAt],
@@ -221,12 +231,11 @@ export function createOrderRepository(db: Database) {
         const exclusive = rows.filter((row) => row.both.length > 0).sort((a, b) => a.n - b.n);
         if (exclusive.length > 0) throw new ExclusiveFieldsError(exclusive.map(({ n, both }) => ({ index: n, fields: both })));
         await attachAliases(tx, tenant, aliases);
-        const [linked] = await tx.query<{ earliest: string | null }>(
-          `SELECT least((SELECT min(e) FROM unnest($3::timestamptz[]) AS e),
-                        (${firstTouchpointLinkedThrough('(SELECT unnest($4::text[]) AS order_id)')}))::text AS earliest`,
-          [tenant.clientId, tenant.environment, rows.map((row) => row.earliest), orderIds],
+        const [after] = await tx.query<{ earliest: string | null }>(
+          'SELECT min(time_of_purchase)::text AS earliest FROM orders WHERE client_id = $1 AND environment = $2 AND order_id = ANY ($3::text[])',
+          [tenant.clientId, tenant.environment, orderIds],
         );
-        await noteChange(tx, tenant, linked!.earliest);
+        await noteChange(tx, tenant, before, after!.earliest);
         return { updated: rows.length };
       });
     },
