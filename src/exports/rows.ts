@@ -43,6 +43,8 @@ export interface RowsPlan {
    * only in a transaction that has brought those totals up to date first (reports do).
    */
   fromKeptTotals?: boolean;
+  /** The metrics the statement computes (ids, aliases resolved): every metric of its rows when left out. */
+  metricsComputed?: readonly string[];
 }
 
 export interface ExportRowsQuery extends RowsPlan {
@@ -133,7 +135,8 @@ const ORDER_METRICS: [string, string][] = [
  * bucketed by its instant, so the two 01:00s of the night clocks go back are two rows.
  */
 export function exportRowsSql(query: ExportRowsQuery): { sql: string; params: unknown[]; columns: string[] } {
-  const { tenant, timeZone, period, granularity, level, breakdowns, includeIds, includeKind, removeZeroSpend, withOrders, attribution = [], fromKeptTotals = false } = query;
+  const { tenant, timeZone, period, granularity, level, breakdowns, includeIds, includeKind, removeZeroSpend, withOrders, attribution = [], fromKeptTotals = false, metricsComputed } =
+    query;
   const attributed = attribution.length > 0;
   const params: unknown[] = [tenant.clientId, tenant.environment, timeZone, period.from, period.to];
   // $4 and $5 as instants, and as local days of the client's zone.
@@ -201,7 +204,7 @@ export function exportRowsSql(query: ExportRowsQuery): { sql: string; params: un
     ...SPEND_METRICS,
     ...(withOrders ? ORDER_METRICS.filter(([metric]) => !(attributed && metric === 'aov')) : []),
     ...(attributed ? attributionMetrics(ratio, RATIO_SCALE) : []),
-  ];
+  ].filter(([metric]) => !metricsComputed || metricsComputed.includes(metric));
   // An hour of spend is in the period when it starts in it; orders, refunds and touchpoints are
   // taken by the same rule, so no hour is cut short (a local midnight is not always an hour's start).
   const ceilHour = (instant: string) => `(date_trunc('hour', ${instant} AT TIME ZONE 'UTC' - interval '1 microsecond') AT TIME ZONE 'UTC' + interval '1 hour')`;
@@ -331,12 +334,14 @@ function orderTotals(fromInstant: string, toInstant: string, bucketOf: (instant:
       SELECT time_of_purchase AS at, customer_id, currency, purchase_total
         FROM orders
        WHERE client_id = $1 AND environment = $2 AND time_of_purchase >= ${fromInstant} AND time_of_purchase < ${toInstant})`,
+    // Each customer's first order is the first entry of orders_by_customer: one probe a customer,
+    // where grouping read every order of every customer (1.3 s of 30 days at 1,000,000 orders).
     `first_purchases AS (
-      SELECT customer_id, min(time_of_purchase) AS first_at
-        FROM orders
-       WHERE client_id = $1 AND environment = $2 AND time_of_purchase < ${toInstant}
-         AND customer_id IN (SELECT customer_id FROM purchases)
-       GROUP BY customer_id)`,
+      SELECT c.customer_id, f.first_at
+        FROM (SELECT DISTINCT customer_id FROM purchases) AS c
+       CROSS JOIN LATERAL (SELECT min(o.time_of_purchase) AS first_at FROM orders o
+                            WHERE o.client_id = $1 AND o.environment = $2 AND o.customer_id = c.customer_id
+                              AND o.time_of_purchase < ${toInstant}) AS f)`,
     `order_totals AS (
       SELECT ${bucketOf('p.at')} AS bucket, p.currency, sum(p.purchase_total) AS revenue, count(*) AS transactions,
              count(DISTINCT p.customer_id) FILTER (WHERE p.at = f.first_at) AS new_customers,
@@ -390,8 +395,16 @@ export interface OutputColumn {
  * its rows, then the metrics asked for under their labels. Files and answers of every format are
  * written from these two, so that none computes a number its own way.
  */
-export function planRowsSql(tenant: Tenant, plan: ExportPlan): { sql: string; params: unknown[]; columns: OutputColumn[]; computed: string[] } {
-  const { sql, params, columns } = exportRowsSql({ tenant, ...plan });
+export function planRowsSql(
+  tenant: Tenant,
+  plan: ExportPlan,
+  alsoComputed: readonly string[] = [],
+): { sql: string; params: unknown[]; columns: OutputColumn[]; computed: string[] } {
+  // A metric is an expression over a row's sums, worked out for every row: only those asked (and
+  // `alsoComputed`) are. Thirty of them over the 32,771 rows of the dashboard's 30 days were a
+  // fifth of its statement.
+  const metricsComputed = [...plan.metrics.map(({ id }) => METRIC_ALIASES[id] ?? id), ...alsoComputed];
+  const { sql, params, columns } = exportRowsSql({ tenant, ...plan, metricsComputed });
   const dimensions = columns.filter((name) => DIMENSION_COLUMNS.includes(name));
   return {
     sql,

@@ -178,7 +178,7 @@ export async function runReport(
   if ('problems' in planned) return { problems: planned.problems.map((problem) => ({ ...problem, loc: 'query' })) };
   const plan = { ...planned.plan, granularity };
   const keptTotals = keptTotalsOf(tenant, plan);
-  const { sql, params, columns, computed } = planRowsSql(tenant, { ...plan, fromKeptTotals: keptTotals !== undefined });
+  const { sql, params, columns, computed } = planRowsSql(tenant, { ...plan, fromKeptTotals: keptTotals !== undefined }, [...SUMMED]);
   const fresh = () => ({ totals: totalsOf(plan), batches: [Buffer.from('{"rows":[')] as Buffer[] });
   let { totals, batches } = fresh();
   const rowsSql = reportRowsSql(sql, columns, computed, new Set(plan.metrics.map(({ id }) => id)));
