@@ -81,9 +81,15 @@ const linkedCte = (body: string, at: string) => `linked AS (
   ON CONFLICT (client_id, environment, visitor_id) DO UPDATE SET
     customer_id = excluded.customer_id, order_id = excluded.order_id, linked_at = excluded.linked_at
   RETURNING visitor_id)`;
-/** The attribution change of `linked`: the first touchpoint of its visitors, whose customer changed. */
-const LINKED_EARLIEST = `SELECT min(t.occurred_at) FROM touchpoints t
-                          WHERE t.client_id = $1 AND t.environment = $2 AND t.visitor_id IN (SELECT visitor_id FROM linked)`;
+/**
+ * The attribution change of `linked`: the first touchpoint of its visitors, whose customer
+ * changed; one probe of touchpoints_by_visitor a visitor (as a join, it was planned as a scan of
+ * every touchpoint, the links' count being unknown to the planner).
+ */
+const LINKED_EARLIEST = `SELECT min(first.occurred_at) FROM linked l
+                          CROSS JOIN LATERAL (SELECT t.occurred_at FROM touchpoints t
+                                               WHERE t.client_id = $1 AND t.environment = $2 AND t.visitor_id = l.visitor_id
+                                               ORDER BY t.occurred_at LIMIT 1) AS first`;
 
 /** Over the database, or over one of its transactions. */
 export function createTouchpointRepository(db: Queryable) {
