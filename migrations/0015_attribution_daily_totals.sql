@@ -6,8 +6,9 @@
 -- read back summed to the level and buckets asked.
 --
 -- attribution_changes: per client and environment, the earliest instant that writes to
---   touchpoints, identities and orders changed since the totals last looked (one row, lowered by
---   each write in the write's transaction). No credit or visit before it can have changed, in
+--   touchpoints, identities and orders changed since the totals last looked (lowered by each write
+--   in the write's transaction; a row per slot, the writing connection's backend pid modulo 8, so
+--   that concurrent writes of one client do not queue on one row's lock until they commit). No credit or visit before it can have changed, in
 --   cash mode; in accrual mode, none before it minus the window (a credit counts at its
 --   touchpoint, up to a window before its order). '-infinity' when that instant is unknown (a
 --   touchpoint replaced: its earlier time is not read back).
@@ -25,8 +26,9 @@
 CREATE TABLE attribution_changes (
   client_id   uuid NOT NULL REFERENCES clients (client_id) ON DELETE CASCADE,
   environment text NOT NULL CHECK (environment IN ('production', 'uat')),
+  slot        int NOT NULL,
   earliest    timestamptz NOT NULL,
-  PRIMARY KEY (client_id, environment)
+  PRIMARY KEY (client_id, environment, slot)
 );
 
 CREATE TABLE attribution_totals_kept (

@@ -24,7 +24,7 @@ const CLIENT_TABLES = {
   attribution_visit_days: ['environment', 'day', 'n'],
   attribution_days: ['environment', 'totals', 'day'],
   attribution_totals_kept: ['environment'],
-  attribution_changes: ['environment'],
+  attribution_changes: ['environment', 'slot'],
   api_keys: ['key_id'],
 } as const;
 

@@ -65,24 +65,25 @@ export function dropChangedDays(db: Database, { tenant, timeZone }: KeptTotalsAs
   return db.transaction(async (tx) => {
     const tenantParams = [tenant.clientId, tenant.environment];
     const keptZone = await lockKeptTotals(tx, tenant, timeZone);
-    const [change] = await tx.query<{ earliest: string }>(
+    const slots = await tx.query<{ earliest: string }>(
       'SELECT earliest::text AS earliest FROM attribution_changes WHERE client_id = $1 AND environment = $2 FOR UPDATE',
       tenantParams,
     );
-    if (!change) return;
+    if (slots.length === 0) return;
+    const [change] = await tx.query<{ earliest: string }>('SELECT min(e)::text AS earliest FROM unnest($1::timestamptz[]) AS e', [slots.map((slot) => slot.earliest)]);
     const from = `(($3::timestamptz - $4::int * interval '${DAY_MS} milliseconds') AT TIME ZONE $5)::date`;
     const kept = await tx.query<{ totals: string; lookback_days: number }>(
       'SELECT DISTINCT totals, lookback_days FROM attribution_days WHERE client_id = $1 AND environment = $2',
       tenantParams,
     );
     for (const { totals, lookback_days } of kept) {
-      const params = [...tenantParams, change.earliest, lookback_days, keptZone, totals];
+      const params = [...tenantParams, change!.earliest, lookback_days, keptZone, totals];
       await tx.query(`DELETE FROM attribution_days WHERE client_id = $1 AND environment = $2 AND totals = $6 AND day >= ${from}`, params);
       if (totals !== KEPT_VISITS) {
         await tx.query(`DELETE FROM attribution_credit_days WHERE client_id = $1 AND environment = $2 AND totals = $6 AND day >= ${from}`, params);
       }
     }
-    await tx.query(`DELETE FROM attribution_visit_days WHERE client_id = $1 AND environment = $2 AND day >= ${from}`, [...tenantParams, change.earliest, 0, keptZone]);
+    await tx.query(`DELETE FROM attribution_visit_days WHERE client_id = $1 AND environment = $2 AND day >= ${from}`, [...tenantParams, change!.earliest, 0, keptZone]);
     await tx.query('DELETE FROM attribution_changes WHERE client_id = $1 AND environment = $2', tenantParams);
   });
 }
