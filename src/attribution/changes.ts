@@ -4,8 +4,8 @@
  * they may have changed. Each write lowers its client's attribution_changes.earliest in its own
  * transaction, once and last: every transaction that writes locks its data rows first and this
  * row last, so that writes of one client cannot deadlock on it (a transaction of two writes
- * that each noted would lock it between them: the collector writes touchpoints and links in one
- * statement instead). The totals read and clear it.
+ * that each noted would lock it between them: the collector's touchpoints and links are noted
+ * together, after both). The totals read and clear it.
  *
  * Cash credits and visits change from that instant on; accrual credits from a window before it.
  * What a write gives as its earliest instant:

@@ -51,7 +51,7 @@ function lastOf<T>(items: readonly T[], key: (item: T) => string): T[] {
 
 /**
  * Stores the touchpoints (upserted by touchpoint_id) and links (replacing each visitor's) of a
- * request received `at`: both or neither (one statement), as a request that fails stores nothing.
+ * request received `at`: both or neither, as a request that fails stores nothing.
  */
 export async function ingest(
   db: Database,

@@ -1,6 +1,6 @@
 import type { Tenant } from '../auth/tenant.js';
 import { noteAttributionChangeSql } from '../attribution/changes.js';
-import type { Queryable } from '../db/index.js';
+import type { Database } from '../db/index.js';
 import { AD_FIELDS, UTM_FIELDS, type DerivedTouchpoint, type SourcePlatforms } from './derive.js';
 
 export interface TouchpointFilter {
@@ -91,8 +91,7 @@ const LINKED_EARLIEST = `SELECT min(first.occurred_at) FROM linked l
                                                WHERE t.client_id = $1 AND t.environment = $2 AND t.visitor_id = l.visitor_id
                                                ORDER BY t.occurred_at LIMIT 1) AS first`;
 
-/** Over the database, or over one of its transactions. */
-export function createTouchpointRepository(db: Queryable) {
+export function createTouchpointRepository(db: Database) {
   /**
    * The touchpoints a filter matches (a SELECT of whole rows). A customer's are those it was
    * sent with, and those of visitors linked to it that were sent without one: two disjoint
@@ -147,17 +146,26 @@ export function createTouchpointRepository(db: Queryable) {
     },
 
     /**
-     * upsert and link in one statement, whose last step notes the attribution change of both: a
-     * transaction of the two would lock the change row between them (src/attribution/changes.ts).
+     * upsert and link in one transaction that notes the attribution change of both once, last: a
+     * transaction of the two that each noted would lock the change row between them
+     * (src/attribution/changes.ts).
      */
-    async upsertAndLink(tenant: Tenant, touchpoints: readonly DerivedTouchpoint[], linksJson: string, at: Date): Promise<{ inserted: number; updated: number; linked: number }> {
-      const [counts] = await db.query<{ inserted: number; updated: number; linked: number }>(
-        `WITH ${writtenCte('$3', '$4')}, ${linkedCte('$5', '$4')},
-         noted AS (${noteAttributionChangeSql(`SELECT least((${WRITTEN_EARLIEST}), (${LINKED_EARLIEST}))`)})
-         SELECT counts.*, (SELECT count(*)::int FROM linked) AS linked FROM (${WRITTEN_COUNTS}) AS counts`,
-        [tenant.clientId, tenant.environment, JSON.stringify(touchpoints), at.toISOString(), linksJson],
-      );
-      return counts!;
+    upsertAndLink(tenant: Tenant, touchpoints: readonly DerivedTouchpoint[], linksJson: string, at: Date): Promise<{ inserted: number; updated: number; linked: number }> {
+      return db.transaction(async (tx) => {
+        const tenantParams = [tenant.clientId, tenant.environment];
+        const [written] = await tx.query<{ inserted: number; updated: number; earliest: string | null }>(
+          `WITH ${writtenCte('$3', '$4')}
+           SELECT counts.*, (${WRITTEN_EARLIEST})::text AS earliest FROM (${WRITTEN_COUNTS}) AS counts`,
+          [...tenantParams, JSON.stringify(touchpoints), at.toISOString()],
+        );
+        const [linked] = await tx.query<{ linked: number; earliest: string | null }>(
+          `WITH ${linkedCte('$3', '$4')}
+           SELECT (SELECT count(*)::int FROM linked) AS linked, (${LINKED_EARLIEST})::text AS earliest`,
+          [...tenantParams, linksJson, at.toISOString()],
+        );
+        await tx.query(noteAttributionChangeSql('SELECT least($3::timestamptz, $4::timestamptz)'), [...tenantParams, written!.earliest, linked!.earliest]);
+        return { inserted: written!.inserted, updated: written!.updated, linked: linked!.linked };
+      });
     },
 
     /** One page of the touchpoints a filter matches, by occurred_at then touchpoint_id, and how many there are. */
