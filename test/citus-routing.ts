@@ -71,6 +71,7 @@ export function recordingRoutes(db: Database): { db: Database; check(): Promise<
     ...db,
     ...recorded(db),
     transaction: (work) => db.transaction((tx) => work(recorded(tx))),
+    readingTogether: (count, work) => db.readingTogether(count, (txs) => work(txs.map(recorded))),
     eachBatch: (sql, params, batchSize, onBatch) => (record(sql, params), db.eachBatch(sql, params, batchSize, onBatch)),
   };
   return {

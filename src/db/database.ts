@@ -25,6 +25,13 @@ export interface Database extends Queryable {
    */
   eachBatch<R = Row>(sql: string, params: readonly unknown[], batchSize: number, onBatch: (rows: R[]) => Promise<void>): Promise<void>;
   /**
+   * Runs `work` with up to `count` read-only transactions, each on a connection of its own, that
+   * all see one snapshot of the data: statements split among them run side by side (on as many
+   * of the database's cores) and read the same state. PGlite has one connection: one transaction.
+   * Committed when `work` resolves, rolled back when it throws; never run again.
+   */
+  readingTogether<T>(count: number, work: (txs: Queryable[]) => Promise<T>): Promise<T>;
+  /**
    * Calls `onNotification` at every `NOTIFY <channel>` committed by any connection to the
    * database (`channel` is a lowercase identifier of the code, never input). On PostgreSQL it
    * listens on a connection of its own, outside the pool, opened again whenever it is lost;
@@ -42,26 +49,44 @@ export interface Listening {
 
 let cursorsDeclared = 0;
 
+/** A cursor over the rows of a statement, read a FETCH at a time. */
+export interface Cursor<R> {
+  fetch(count: number): Promise<R[]>;
+  close(): Promise<void>;
+}
+
 /**
- * Reads the rows of `sql` through a cursor of `q`, a batch at a time (`eachBatch`, and export
- * files in their transaction). `hold` declares it WITH HOLD, so that it outlives the statement
- * declaring it and each FETCH is a statement of its own; such a cursor is closed here, whatever happens.
+ * Declares a cursor of `q` over the rows of `sql`. `hold` declares it WITH HOLD, so that it
+ * outlives the statement declaring it and each FETCH is a statement of its own; such a cursor must
+ * be closed. Without it the cursor ends with its transaction.
+ */
+export async function declareCursor<R>(q: Queryable, { sql, params, hold }: { sql: string; params: readonly unknown[]; hold: boolean }): Promise<Cursor<R>> {
+  const name = `rows_${++cursorsDeclared}`;
+  await q.query(`DECLARE ${name} NO SCROLL CURSOR ${hold ? 'WITH HOLD ' : ''}FOR ${sql}`, params);
+  return {
+    fetch: (count) => q.query<R>(`FETCH ${count} FROM ${name}`),
+    close: async () => void (await q.query(`CLOSE ${name}`)),
+  };
+}
+
+/**
+ * Reads the rows of `sql` through a cursor of `q`, a batch at a time (`eachBatch`, and reports in
+ * their transaction), closing a held cursor whatever happens.
  */
 export async function readThroughCursor<R>(
   q: Queryable,
   { sql, params, batchSize, hold }: { sql: string; params: readonly unknown[]; batchSize: number; hold: boolean },
   onBatch: (rows: R[]) => Promise<void>,
 ): Promise<void> {
-  const name = `rows_${++cursorsDeclared}`;
-  await q.query(`DECLARE ${name} NO SCROLL CURSOR ${hold ? 'WITH HOLD ' : ''}FOR ${sql}`, params);
+  const cursor = await declareCursor<R>(q, { sql, params, hold });
   try {
     for (;;) {
-      const rows = await q.query<R>(`FETCH ${batchSize} FROM ${name}`);
+      const rows = await cursor.fetch(batchSize);
       await onBatch(rows);
       if (rows.length < batchSize) break;
     }
   } finally {
-    if (hold) await q.query(`CLOSE ${name}`).catch(() => {});
+    if (hold) await cursor.close().catch(() => {});
   }
 }
 

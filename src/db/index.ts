@@ -4,7 +4,7 @@ import type { Database } from './database.js';
 import { openPglite } from './pglite.js';
 import { openPostgres } from './postgres.js';
 
-export { readThroughCursor, type Database, type Queryable } from './database.js';
+export { declareCursor, readThroughCursor, type Database, type Queryable } from './database.js';
 
 export function openDatabase(config: Pick<Config, 'databaseUrl' | 'dataDir' | 'databasePoolSize'> & Partial<Pick<Config, 'databaseQueryTimeoutMs'>>): Promise<Database> {
   if (config.databaseUrl) {

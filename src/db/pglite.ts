@@ -27,6 +27,7 @@ export async function openPglite(dataDir: string | undefined): Promise<Database>
     // statement of its own, so other requests' statements run between batches.
     eachBatch: (sql, params, batchSize, onBatch) =>
       readThroughCursor(queryable(pglite), { sql, params, batchSize, hold: true }, onBatch),
+    readingTogether: (_count, work) => pglite.transaction((tx) => work([queryable(tx)])),
     async listen(channel, onNotification) {
       const unlisten = await pglite.listen(channel, () => onNotification());
       return { close: () => unlisten() };

@@ -24,7 +24,7 @@ export function openPostgres({ connectionString, poolSize, queryTimeoutMs }: Pos
   pool.on('error', () => {});
 
   const direct = queryable(pool);
-  async function inTransaction<T>(work: (tx: Queryable) => Promise<T>): Promise<T> {
+  async function inTransaction<T>(work: (tx: Queryable) => Promise<T>, begin = 'BEGIN'): Promise<T> {
     const client = await pool.connect();
     // A connection lost mid-transaction makes the pending query fail; without a listener the
     // client's 'error' event would also crash the process.
@@ -32,7 +32,7 @@ export function openPostgres({ connectionString, poolSize, queryTimeoutMs }: Pos
     client.on('error', ignore);
     let broken: Error | undefined;
     try {
-      await client.query('BEGIN');
+      await client.query(begin);
       const result = await work(queryable(client));
       await client.query('COMMIT');
       return result;
@@ -47,6 +47,25 @@ export function openPostgres({ connectionString, poolSize, queryTimeoutMs }: Pos
     }
   }
 
+  // The first transaction exports its snapshot, and each of the others, on a connection of its
+  // own taken while the earlier ones are held, takes it before its first statement.
+  function readingTogether<T>(count: number, work: (txs: Queryable[]) => Promise<T>): Promise<T> {
+    return inTransaction(async (first) => {
+      if (count < 2) return work([first]);
+      const [{ snapshot } = { snapshot: '' }] = await first.query<{ snapshot: string }>('SELECT pg_export_snapshot() AS snapshot');
+      // An identifier the server made (SET cannot take a parameter): checked all the same.
+      if (!/^[0-9A-F-]+$/i.test(snapshot)) throw new Error(`Unexpected snapshot identifier ${snapshot}`);
+      const joined = (txs: Queryable[]): Promise<T> =>
+        txs.length === count
+          ? work(txs)
+          : inTransaction(async (tx) => {
+              await tx.query(`SET TRANSACTION SNAPSHOT '${snapshot}'`);
+              return joined([...txs, tx]);
+            }, READ_TOGETHER);
+      return joined([first]);
+    }, READ_TOGETHER);
+  }
+
   return {
     kind: 'postgres',
     // One statement is atomic, so one that lost a race can simply run again.
@@ -56,10 +75,14 @@ export function openPostgres({ connectionString, poolSize, queryTimeoutMs }: Pos
     // The cursor lives in a transaction on one connection of the pool; other connections go on.
     eachBatch: (sql, params, batchSize, onBatch) =>
       inTransaction((tx) => readThroughCursor(tx, { sql, params, batchSize, hold: false }, onBatch)),
+    readingTogether,
     listen: (channel, onNotification) => listen(connectionString, channel, onNotification),
     close: () => pool.end(),
   };
 }
+
+/** A snapshot can be shared only by transactions of at least REPEATABLE READ. */
+const READ_TOGETHER = 'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY';
 
 /** Waits between attempts to listen again, doubling from the first to the last. */
 const RELISTEN_FIRST_MS = 500;
