@@ -27,6 +27,8 @@ export interface Config {
   exportSigningSecret: string | undefined;
   /** Export jobs each process runs at once (0: this process runs none). */
   exportConcurrency: number;
+  /** Connections each running export computes its rows on, side by side (PostgreSQL only). */
+  exportConnections: number;
   /** How long a download link works. */
   exportLinkTtlSeconds: number;
   /** How long an export's files are kept after its links expired; then they are deleted. */
@@ -74,9 +76,11 @@ const MIB = 1024 * 1024;
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const dataDir = path.resolve(env.DATA_DIR || './data');
-  // Each running export holds a connection: at least one must be left for the API and the leases.
+  // Each running export holds its connections: at least one must be left for the API and the leases.
   const databasePoolSize = integer(env, 'DATABASE_POOL_SIZE', 10, { min: 2 });
   const exportConcurrency = integer(env, 'EXPORT_CONCURRENCY', 1, { max: databasePoolSize - 1 });
+  const exportConnectionsMax = Math.floor((databasePoolSize - 1) / Math.max(exportConcurrency, 1));
+  const exportConnections = integer(env, 'EXPORT_CONNECTIONS', Math.min(2, exportConnectionsMax), { min: 1, max: exportConnectionsMax });
   const host = env.HOST || '127.0.0.1';
   const port = integer(env, 'PORT', DEFAULT_PORT, { max: 65535 });
   return {
@@ -95,6 +99,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     publicUrl: (env.PUBLIC_URL || `http://${host.includes(':') ? `[${host}]` : host}:${port}`).replace(/\/+$/, ''),
     exportSigningSecret: secret(env, 'EXPORT_SIGNING_SECRET', 32),
     exportConcurrency,
+    exportConnections,
     exportLinkTtlSeconds: integer(env, 'EXPORT_LINK_TTL_SECONDS', 7 * 24 * 3600, { min: 1 }),
     exportFileGraceSeconds: integer(env, 'EXPORT_FILE_GRACE_SECONDS', 24 * 3600),
     exportLeaseSeconds: integer(env, 'EXPORT_LEASE_SECONDS', 60, { min: 1 }),

@@ -47,7 +47,7 @@ async function withApp<T>(db: Database, work: (app: Awaited<ReturnType<typeof bu
   const app = await buildApp({ config, db, environment: 'production' });
   const worker = startExportWorker({
     jobs: createExportJobs(db, { linkTtlSeconds: 3600 }),
-    produce: createExportProducer({ db, exportsDir, rowsPerFile: 1000 }),
+    produce: createExportProducer({ db, exportsDir, rowsPerFile: 1000, connections: 2 }),
     concurrency: 1,
     leaseSeconds: 30,
     maxRunningPerClient: 2,

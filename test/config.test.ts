@@ -21,6 +21,7 @@ test('defaults: ports 8080 and 8081 on 127.0.0.1, embedded store in ./data, no a
     publicUrl: 'http://127.0.0.1:8080',
     exportSigningSecret: undefined,
     exportConcurrency: 1,
+    exportConnections: 2,
     exportLinkTtlSeconds: 604800,
     exportFileGraceSeconds: 86400,
     exportLeaseSeconds: 60,
@@ -92,6 +93,7 @@ test('every variable is read', () => {
     publicUrl: 'https://tributary.example.com',
     exportSigningSecret: 'a-signing-key-of-32-characters!!',
     exportConcurrency: 3,
+    exportConnections: 1, // the default of 2, down to what three exports leave of a pool of 4
     exportLinkTtlSeconds: 3600,
     exportFileGraceSeconds: 0,
     exportLeaseSeconds: 5,
@@ -130,12 +132,22 @@ for (const [name, value] of <[string, string][]>[
   ['TRUST_PROXY', '::1/129'],
   ['TRUST_PROXY', '0.0.0.0/0'], // every address: that is TRUST_PROXY=true
   ['EXPORT_CONCURRENCY', '10'], // not below the default pool of 10 connections
+  ['EXPORT_CONNECTIONS', '0'],
+  ['EXPORT_CONNECTIONS', '10'], // one export on all of the default pool of 10
   ['EXPORT_MAX_RUNNING_PER_CLIENT', '0'], // no client's export would ever run
 ]) {
   test(`${name}=${value} is refused with a message naming it`, () => {
     assert.throws(() => loadConfig({ [name]: value }), (error: Error) => error instanceof ConfigError && error.message.includes(name));
   });
 }
+
+test('EXPORT_CONNECTIONS: as many as the running exports leave of the pool, one connection kept for the rest', () => {
+  const connections = (env: Record<string, string>) => loadConfig(env).exportConnections;
+  assert.equal(connections({ DATABASE_POOL_SIZE: '7', EXPORT_CONCURRENCY: '2', EXPORT_CONNECTIONS: '3' }), 3);
+  assert.throws(() => connections({ DATABASE_POOL_SIZE: '7', EXPORT_CONCURRENCY: '2', EXPORT_CONNECTIONS: '4' }), /EXPORT_CONNECTIONS must be a whole number from 1 to 3/);
+  assert.equal(connections({ DATABASE_POOL_SIZE: '2' }), 1);
+  assert.equal(connections({ EXPORT_CONCURRENCY: '0', EXPORT_CONNECTIONS: '9' }), 9); // `tributary worker` runs one export at least
+});
 
 test('TRUST_PROXY: off, every proxy, or the proxies at these addresses', () => {
   assert.equal(loadConfig({}).trustProxy, false);

@@ -111,7 +111,7 @@ for (const concurrency of [1, 2]) {
     // arrives: they wait for it to be queued, then run for real.
     let bQueued!: () => void;
     const bArrived = new Promise<void>((resolve) => (bQueued = resolve));
-    const produce = createExportProducer({ db: service.db, exportsDir, rowsPerFile: 1_000_000 });
+    const produce = createExportProducer({ db: service.db, exportsDir, rowsPerFile: 1_000_000, connections: 2 });
     const finished: string[] = []; // in the order their finishing transactions committed
     const worker = startExportWorker({
       jobs: {

@@ -301,7 +301,7 @@ test('an attempt that lost its lease never writes over the files of the attempt 
   await spendOf(12.5);
   const exportsDir = tempDir();
   try {
-    const produce = createExportProducer({ db: store.db, exportsDir, rowsPerFile: 1000 });
+    const produce = createExportProducer({ db: store.db, exportsDir, rowsPerFile: 1000, connections: 2 });
     const exportId = randomUUID();
     const request = {
       level: 'platform',

@@ -13,7 +13,7 @@ const service = await startService({ EXPORTS_DIR: exportsDir, PUBLIC_URL: 'https
 function exportWorker(dir: string, overrides: { leaseSeconds?: number; maxAttempts?: number } = {}) {
   return startExportWorker({
     jobs: createExportJobs(service.db, { linkTtlSeconds: service.config.exportLinkTtlSeconds }),
-    produce: createExportProducer({ db: service.db, exportsDir: dir, rowsPerFile: 3 }),
+    produce: createExportProducer({ db: service.db, exportsDir: dir, rowsPerFile: 3, connections: 2 }),
     concurrency: 1,
     leaseSeconds: 30,
     maxRunningPerClient: service.config.exportMaxRunningPerClient,
@@ -728,7 +728,10 @@ test('a failing attempt ends as ERROR with the first error, named by code, and t
   const failing = exportWorker(exportsDir, { leaseSeconds: 0, maxAttempts: 1 });
   await worker.stop(); // only the failing worker runs this job
   try {
-    const { id } = (await createExport(client, { ...FIXED_MARCH, metrics: [{ id: 'spend' }] })).json();
+    // Whole days: an instant's local day would be found by Intl before the statement runs, which
+    // no zone can fail in production (a client's zone is one both Intl and the database know).
+    const marchDays = { period_type: 'FIXED', period_options: { period_starting_at: '2024-03-01', period_ending_at: '2024-03-31' } };
+    const { id } = (await createExport(client, { ...marchDays, metrics: [{ id: 'spend' }] })).json();
     const result = await finished(client, id);
     assert.equal(result.status, 'ERROR');
     assert.deepEqual(result.warn, { error: 'The database could not compute the export (error 22023)' }, 'not the aborted transaction');

@@ -189,7 +189,7 @@ export async function startExportingService(worker: Partial<ExportWorkerOptions>
   const service = await startService({ EXPORTS_DIR: exportsDir });
   const exports = startExportWorker({
     jobs: createExportJobs(service.db, { linkTtlSeconds: service.config.exportLinkTtlSeconds }),
-    produce: createExportProducer({ db: service.db, exportsDir, rowsPerFile: 1000 }),
+    produce: createExportProducer({ db: service.db, exportsDir, rowsPerFile: 1000, connections: 2 }),
     concurrency: 1,
     leaseSeconds: 30,
     maxRunningPerClient: service.config.exportMaxRunningPerClient,

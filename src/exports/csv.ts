@@ -1,6 +1,7 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import { readThroughCursor, type Queryable } from '../db/index.js';
+import type { Row } from '../db/database.js';
+import { columnName } from './rows.js';
 import { joinedBytes } from './text-bytes.js';
 
 /** One CSV line (RFC 4180): cells holding a comma, quote or line break are quoted; lines end CRLF. */
@@ -8,38 +9,49 @@ export function csvLine(cells: readonly string[]): string {
   return `${cells.map((cell) => (/[",\r\n]/.test(cell) ? `"${cell.replace(/"/g, '""')}"` : cell)).join(',')}\r\n`;
 }
 
-/** First characters that can make a spreadsheet take a cell for a formula (OWASP's list). */
-const FORMULA_START = /^[=+\-@\t\r]/;
+export interface CsvCells {
+  /** Columns of text the client chose: quoted when they hold a comma, quote or line break. Other columns are ours, and never do. */
+  clientTextColumns: readonly string[];
+  /**
+   * Whether the client's text is written so that spreadsheets show it as text and never run it:
+   * a cell starting with one of the characters that can make a spreadsheet take it for a formula
+   * (OWASP's list: = + - @ tab, carriage return) gets a leading `'` (OWASP's CSV injection
+   * defence). By the first character alone, so `-5` becomes `'-5` too: a reader cannot tell `-5`
+   * from `-5+A1` without parsing formulas.
+   */
+  escapeFormulas: boolean;
+}
 
 /**
- * A cell that spreadsheets show as text and never run: one starting like a formula gets a
- * leading `'` (OWASP's CSV injection defence). By the first character alone, so `-5` becomes
- * `'-5` too: a reader cannot tell `-5` from `-5+A1` without parsing formulas.
+ * What writeCsv reads of each row of a statement `r`: its CSV line (as csvLine writes one) built
+ * by the database as the row is fetched, and its `distinctOf` as text. Rows arrive as one string
+ * each: parsing two dozen cells of each of millions of rows was most of an export's time in Node.
  */
-const asSpreadsheetText = (cell: string) => (FORMULA_START.test(cell) ? `'${cell}` : cell);
+export function csvRowSelect(columns: readonly string[], { clientTextColumns, escapeFormulas }: CsvCells, distinctOf: string): string[] {
+  const cells = columns.map((column) => {
+    const text = `coalesce(r.${columnName(column)}::text, '')`;
+    if (!clientTextColumns.includes(column)) return text;
+    const safe = escapeFormulas ? `(CASE WHEN ${text} ~ '^[=+@\\t\\r-]' THEN '''' || ${text} ELSE ${text} END)` : text;
+    return `(CASE WHEN ${safe} ~ '[",\\r\\n]' THEN '"' || replace(${safe}, '"', '""') || '"' ELSE ${safe} END)`;
+  });
+  return [`${cells.join(" || ',' || ")} || E'\\r\\n' AS line`, `r.${columnName(distinctOf)}::text AS distinct_value`];
+}
 
 export interface CsvOutput {
   dir: string;
   /** File names are `<baseName>.csv`, or `<baseName>-1.csv`, `-2`, … when the rows need several. */
   baseName: string;
   header: readonly string[];
-  /** The query's column of each header cell. */
-  columns: readonly string[];
-  /** Columns of text the client chose, whose cells are written with `asSpreadsheetText`. */
-  spreadsheetTextColumns: readonly string[];
   rowsPerFile: number;
-  /** A column whose distinct values are counted (to say when an export holds several currencies). */
-  distinctOf: string;
 }
 
-const BATCH = 1000;
-
 /**
- * Streams the rows of `sql` into CSV files through a cursor, a batch at a time, so that memory
- * stays flat however many rows there are. Writes go through file handles: a failing disk is an
- * error like any other, never an unheard event. Returns the files' names and the distinct values.
+ * Streams rows read as csvRowSelect says into CSV files as `readRows` hands them on, a batch at
+ * a time, so that memory stays flat however many rows there are. Writes go through file handles:
+ * a failing disk is an error like any other, never an unheard event. Returns the files' names and
+ * the distinct values.
  */
-export async function writeCsv(tx: Queryable, sql: string, params: readonly unknown[], output: CsvOutput, signal: AbortSignal) {
+export async function writeCsv(readRows: (onBatch: (rows: Row[]) => Promise<void>) => Promise<void>, output: CsvOutput, signal: AbortSignal) {
   await fs.mkdir(output.dir, { recursive: true });
   const files: string[] = [];
   const distinct = new Set<string>();
@@ -58,10 +70,9 @@ export async function writeCsv(tx: Queryable, sql: string, params: readonly unkn
     file = undefined;
   };
 
-  const asText = output.columns.map((column) => output.spreadsheetTextColumns.includes(column));
   try {
     await open(undefined);
-    await readThroughCursor<Record<string, unknown>>(tx, { sql, params, batchSize: BATCH, hold: false }, async (rows) => {
+    await readRows(async (rows) => {
       signal.throwIfAborted();
       let lines: string[] = [];
       for (const row of rows) {
@@ -77,12 +88,8 @@ export async function writeCsv(tx: Queryable, sql: string, params: readonly unkn
           }
           await open(files.length + 1);
         }
-        const cells = output.columns.map((column, index) => {
-          const cell = row[column] === null ? '' : String(row[column]);
-          return asText[index] ? asSpreadsheetText(cell) : cell;
-        });
-        distinct.add(String(row[output.distinctOf]));
-        lines.push(csvLine(cells));
+        distinct.add(row.distinct_value as string);
+        lines.push(row.line as string);
         rowsInFile++;
       }
       await file!.write(joinedBytes(lines));

@@ -22,7 +22,7 @@ export function startExports(config: Config, db: Database, logger?: Logger): Exp
   const exportsLogger = logger?.child({ component: 'exports' });
   const worker = startExportWorker({
     jobs,
-    produce: createExportProducer({ db, exportsDir: config.exportsDir, rowsPerFile: ROWS_PER_FILE }),
+    produce: createExportProducer({ db, exportsDir: config.exportsDir, rowsPerFile: ROWS_PER_FILE, connections: config.exportConnections }),
     concurrency: config.exportConcurrency,
     leaseSeconds: config.exportLeaseSeconds,
     maxRunningPerClient: config.exportMaxRunningPerClient,

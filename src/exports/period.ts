@@ -18,7 +18,7 @@ const MAX_FIXED_YEARS = 2;
 /** Calendar arithmetic on plain dates, done in UTC where no day is 23 or 25 hours long. */
 const parse = (date: string) => new Date(`${date}T00:00:00Z`);
 const format = (date: Date) => date.toISOString().slice(0, 10);
-const addDays = (date: string, days: number) => format(new Date(parse(date).getTime() + days * DAY_MS));
+export const addDays = (date: string, days: number) => format(new Date(parse(date).getTime() + days * DAY_MS));
 const addMonths = (date: string, months: number) => {
   const d = parse(date);
   return format(new Date(Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + months, 1)));

@@ -2,10 +2,11 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { createClientRepository } from '../clients/repository.js';
 import type { Database } from '../db/index.js';
-import { writeCsv } from './csv.js';
+import { csvRowSelect, writeCsv } from './csv.js';
 import type { ExportJob } from './jobs.js';
 import { planExport } from './plan.js';
-import { CLIENT_TEXT_COLUMNS, inRowsTransaction, planRowsSql } from './rows.js';
+import { CLIENT_TEXT_COLUMNS, planRowsSql } from './rows.js';
+import { readSlicedRows } from './slices.js';
 import type { ExportRequest } from './schema.js';
 
 export interface ProducerOptions {
@@ -13,7 +14,12 @@ export interface ProducerOptions {
   exportsDir: string;
   /** Rows after which an export continues in another file. */
   rowsPerFile: number;
+  /** Connections an export computes its rows on, side by side (slices.ts). */
+  connections: number;
 }
+
+/** Rows read from the database at a time. */
+const BATCH = 1000;
 
 /** Where downloads find an export's files. */
 export const exportDir = (exportsDir: string, exportId: string) => path.join(exportsDir, exportId);
@@ -25,7 +31,7 @@ export const exportDir = (exportsDir: string, exportId: string) => path.join(exp
  * request was validated when the export was created; it is planned again here, in the client's
  * time zone, with relative periods counted from the moment of creation.
  */
-export function createExportProducer({ db, exportsDir, rowsPerFile }: ProducerOptions) {
+export function createExportProducer({ db, exportsDir, rowsPerFile, connections }: ProducerOptions) {
   const clients = createClientRepository(db);
   return async (job: ExportJob, signal: AbortSignal) => {
     const attemptsDir = path.join(exportsDir, '.attempts');
@@ -55,23 +61,16 @@ export function createExportProducer({ db, exportsDir, rowsPerFile }: ProducerOp
     if ('problems' in planned) throw new Error(`The export request cannot be carried out: ${planned.problems.map((problem) => problem.msg).join('; ')}`);
     const { plan } = planned;
     const tenant = { clientId: job.client_id, environment: job.environment, dryRun: false };
-    const { sql, params, columns } = planRowsSql(tenant, plan);
-    const { files, distinct: currencies } = await inRowsTransaction(db, (tx) =>
-      writeCsv(
-        tx,
-        sql,
-        params,
-        {
-          dir,
-          baseName: plan.fileBaseName,
-          header: columns.map((column) => column.header),
-          columns: columns.map((column) => column.name),
-          spreadsheetTextColumns: plan.escapeFormulas ? CLIENT_TEXT_COLUMNS : [],
-          rowsPerFile,
-          distinctOf: 'currency',
-        },
-        signal,
-      ),
+    const { columns } = planRowsSql(tenant, plan);
+    const select = csvRowSelect(
+      columns.map((column) => column.name),
+      { clientTextColumns: CLIENT_TEXT_COLUMNS, escapeFormulas: plan.escapeFormulas },
+      'currency',
+    );
+    const { files, distinct: currencies } = await writeCsv(
+      (onBatch) => readSlicedRows(db, tenant, plan, { connections, batchSize: BATCH, select }, onBatch),
+      { dir, baseName: plan.fileBaseName, header: columns.map((column) => column.header), rowsPerFile },
+      signal,
     );
     const warn =
       currencies.length > 1

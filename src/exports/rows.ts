@@ -45,6 +45,13 @@ export interface RowsPlan {
   fromKeptTotals?: boolean;
   /** The metrics the statement computes (ids, aliases resolved): every metric of its rows when left out. */
   metricsComputed?: readonly string[];
+  /**
+   * The part of the period whose buckets the statement computes: from the start of the local day
+   * `fromDay`, before the start of `toDay`, each the first day of a bucket (slices.ts). Spend of
+   * the whole period still names the objects and their accounts, so that the rows of a slice are
+   * those of the whole period's statement. Left out: the whole period.
+   */
+  slice?: { fromDay?: string; toDay?: string };
 }
 
 export interface ExportRowsQuery extends RowsPlan {
@@ -135,10 +142,35 @@ const ORDER_METRICS: [string, string][] = [
  * bucketed by its instant, so the two 01:00s of the night clocks go back are two rows.
  */
 export function exportRowsSql(query: ExportRowsQuery): { sql: string; params: unknown[]; columns: string[] } {
-  const { tenant, timeZone, period, granularity, level, breakdowns, includeIds, includeKind, removeZeroSpend, withOrders, attribution = [], fromKeptTotals = false, metricsComputed } =
-    query;
+  const {
+    tenant,
+    timeZone,
+    period,
+    granularity,
+    level,
+    breakdowns,
+    includeIds,
+    includeKind,
+    removeZeroSpend,
+    withOrders,
+    attribution = [],
+    fromKeptTotals = false,
+    metricsComputed,
+    slice = {},
+  } = query;
   const attributed = attribution.length > 0;
   const params: unknown[] = [tenant.clientId, tenant.environment, timeZone, period.from, period.to];
+  if ((slice.fromDay || slice.toDay) && (granularity === 'HOURLY' || granularity === 'PERIOD' || fromKeptTotals)) {
+    throw new Error('A slice is made of whole local days, and of the buckets of DAILY, WEEKLY or MONTHLY rows computed from the paths');
+  }
+  // The slice's bounds, as local times (spend's buckets) and as the instants they start at.
+  const sliceBounds = [slice.fromDay, slice.toDay].map((day) => (day ? `$${params.push(day)}::date::timestamp` : undefined));
+  const [sliceFrom, sliceTo] = sliceBounds.map((local) => (local ? `(${local} AT TIME ZONE $3)` : undefined));
+  const bucketsInSlice = [
+    ...(sliceBounds[0] ? [`bucket >= ${sliceBounds[0]}`] : []),
+    ...(sliceBounds[1] ? [`bucket < ${sliceBounds[1]}`] : []),
+  ];
+  const whereInSlice = bucketsInSlice.length > 0 ? `WHERE ${bucketsInSlice.join(' AND ')}` : '';
   // $4 and $5 as instants, and as local days of the client's zone.
   const [fromInstant, toInstant] = period.kind === 'days' ? LOCAL_DAYS_AS_INSTANTS : ['$4::timestamptz', '$5::timestamptz'];
   const [fromDay, toDay] =
@@ -208,7 +240,7 @@ export function exportRowsSql(query: ExportRowsQuery): { sql: string; params: un
   // An hour of spend is in the period when it starts in it; orders, refunds and touchpoints are
   // taken by the same rule, so no hour is cut short (a local midnight is not always an hour's start).
   const ceilHour = (instant: string) => `(date_trunc('hour', ${instant} AT TIME ZONE 'UTC' - interval '1 microsecond') AT TIME ZONE 'UTC' + interval '1 hour')`;
-  const [ordersFrom, ordersTo] = granularity === 'HOURLY' ? [ceilHour(fromInstant), ceilHour(toInstant)] : [fromInstant, toInstant];
+  const [ordersFrom, ordersTo] = granularity === 'HOURLY' ? [ceilHour(fromInstant), ceilHour(toInstant)] : [sliceFrom ?? fromInstant, sliceTo ?? toInstant];
 
   const parts: string[] = [];
   const ctes = [`records AS (${records})`];
@@ -237,9 +269,9 @@ export function exportRowsSql(query: ExportRowsQuery): { sql: string; params: un
     const kept = breakdowns
       .filter((breakdown) => breakdown.values.length > 0)
       .map((breakdown) => `${BREAKDOWNS[breakdown.key].key} = ANY($${params.push(breakdown.values)}::text[])`);
-    const objectSpend = `SELECT ${selected.join(', ')}
-      FROM (SELECT *${latestNames.map((expression) => `, ${expression}`).join('')} FROM records
-             ${kept.length > 0 ? `WHERE ${kept.join(' AND ')}` : ''}) AS named
+    ctes.push(`named_records AS (SELECT *${latestNames.map((expression) => `, ${expression}`).join('')} FROM records
+             ${kept.length > 0 ? `WHERE ${kept.join(' AND ')}` : ''})`);
+    const objectSpend = `SELECT ${selected.join(', ')} FROM named_records ${whereInSlice}
       GROUP BY bucket, ${partition.join(', ')}, spend_currency`;
     if (!attributed) parts.push(objectSpend);
     else {
@@ -262,8 +294,9 @@ export function exportRowsSql(query: ExportRowsQuery): { sql: string; params: un
         FROM (${money} UNION ALL ${credits}) AS amounts
        GROUP BY ${COMBINATION_KEYS.join(', ')}, bucket, ${sortKeys.join(', ')}, currency`;
       const visits = `SELECT ${COMBINATION_KEYS.join(', ')}, bucket, ${keyColumns.join(', ')}, visits, new_visits FROM visit_totals CROSS JOIN combinations`;
-      const named = dimensions.filter((dimension) => dimension.name).map((dimension) => dimension.column);
-      const names = `SELECT DISTINCT ON (${sortKeys.join(', ')}) ${[...sortKeys, ...named].join(', ')} FROM object_spend`;
+      // Names of the whole period's spend: an object of a slice may have its spend in another.
+      const names = `SELECT ${[...keyColumns, ...dimensions.filter((dimension) => dimension.name).map(({ column, name }) => `max(latest_${name}) AS ${column}`)].join(', ')}
+        FROM named_records GROUP BY ${partition.join(', ')}`;
       const objectColumns = dimensions.flatMap(({ column, name }, index) =>
         !name ? [`key_${index} AS ${column}`] : [`coalesce(${column}, key_${index}) AS ${column}`, ...(includeIds ? [`key_${index} AS ${column}_id`] : [])],
       );
@@ -279,7 +312,7 @@ export function exportRowsSql(query: ExportRowsQuery): { sql: string; params: un
   if (storeRows) {
     ctes.push(`store_spend AS (
       SELECT bucket, spend_currency AS currency, ${SPEND_SUMS.map((sum) => `sum(${sum}) AS ${sum}`).join(', ')}
-        FROM records GROUP BY bucket, spend_currency)`);
+        FROM records ${whereInSlice} GROUP BY bucket, spend_currency)`);
     const blank = (column: string) => `NULL::text AS ${column}`;
     const selected = [
       'bucket',
@@ -315,7 +348,7 @@ export function exportRowsSql(query: ExportRowsQuery): { sql: string; params: un
   }
 
   const sql = `WITH ${ctes.join(',\n')}
-    SELECT ${label} AS date, ${columns.slice(1).join(', ')}, ${metrics.map(([metric, expression]) => `${expression} AS ${columnName(metric)}`).join(', ')}
+    SELECT ${label} AS date, ${attributed ? 'combination, ' : ''}${columns.slice(1).join(', ')}, ${metrics.map(([metric, expression]) => `${expression} AS ${columnName(metric)}`).join(', ')}
       FROM (${parts.join(' UNION ALL ')}) AS export_rows
      ${removeZeroSpend ? 'WHERE spend <> 0' : ''}
      ORDER BY ${attributed ? 'combination, ' : ''}bucket, ${sortKeys.map((key) => `${key} NULLS FIRST`).concat('currency').join(', ')}`;
