@@ -123,7 +123,10 @@ export async function readSlices(
   onBatch: (rows: Row[]) => Promise<void>,
 ): Promise<void> {
   const combinations = plan.attribution.length;
-  const readers = await Promise.all(
+  // Every slice's statements are settled before the first failure is thrown: thrown at once, it
+  // would end the transactions (and release their connections to the pool) while the other
+  // slices still send theirs on them.
+  const settled = await Promise.allSettled(
     slices.map(async (slice, index) => {
       const tx = txs[index % txs.length]!;
       for (const setting of ROWS_TRANSACTION_SETTINGS) await tx.query(setting);
@@ -137,6 +140,9 @@ export async function readSlices(
       return reader;
     }),
   );
+  const failed = settled.find((outcome) => outcome.status === 'rejected');
+  if (failed) throw failed.reason;
+  const readers = settled.map((outcome) => (outcome as PromiseFulfilledResult<SliceRows>).value);
   if (combinations === 0) {
     for (const reader of readers) await reader.readWhile(() => true, onBatch);
     return;
