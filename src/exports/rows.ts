@@ -1,5 +1,6 @@
 import type { Tenant } from '../auth/tenant.js';
 import type { Database, Queryable } from '../db/index.js';
+import { localDayStart } from '../db/local-days.js';
 import {
   ATTRIBUTION_COLUMNS,
   ATTRIBUTION_SUMS,
@@ -88,7 +89,7 @@ export const CLIENT_TEXT_COLUMNS = [PLATFORM, ACCOUNT, ...OBJECTS].flatMap((dime
 export const DIMENSION_COLUMNS = ['date', ...CLIENT_TEXT_COLUMNS, 'kind', 'currency', ...ATTRIBUTION_COLUMNS];
 
 /** A period's $4 and $5, when they are local days of the zone $3, as the instants they start at. */
-export const LOCAL_DAYS_AS_INSTANTS = ['($4::date::timestamp AT TIME ZONE $3)', '($5::date::timestamp AT TIME ZONE $3)'] as const;
+export const LOCAL_DAYS_AS_INSTANTS = [localDayStart('$4::date', '$3'), localDayStart('$5::date', '$3')] as const;
 
 const SPEND_COLUMNS = 'platform_name, platform_account_id, campaign_id, adset_id, ad_id, campaign_name, adset_name, ad_name, spend, spend_currency, impressions, clicks';
 const UNITS: Record<Exclude<Granularity, 'HOURLY' | 'PERIOD'>, string> = { DAILY: 'day', WEEKLY: 'week', MONTHLY: 'month' };
@@ -164,8 +165,9 @@ export function exportRowsSql(query: ExportRowsQuery): { sql: string; params: un
     throw new Error('A slice is made of whole local days, and of the buckets of DAILY, WEEKLY or MONTHLY rows computed from the paths');
   }
   // The slice's bounds, as local times (spend's buckets) and as the instants they start at.
-  const sliceBounds = [slice.fromDay, slice.toDay].map((day) => (day ? `$${params.push(day)}::date::timestamp` : undefined));
-  const [sliceFrom, sliceTo] = sliceBounds.map((local) => (local ? `(${local} AT TIME ZONE $3)` : undefined));
+  const sliceDays = [slice.fromDay, slice.toDay].map((day) => (day ? `$${params.push(day)}::date` : undefined));
+  const sliceBounds = sliceDays.map((day) => (day ? `${day}::timestamp` : undefined));
+  const [sliceFrom, sliceTo] = sliceDays.map((day) => (day ? localDayStart(day, '$3') : undefined));
   const bucketsInSlice = [
     ...(sliceBounds[0] ? [`bucket >= ${sliceBounds[0]}`] : []),
     ...(sliceBounds[1] ? [`bucket < ${sliceBounds[1]}`] : []),

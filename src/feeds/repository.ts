@@ -1,5 +1,6 @@
 import type { Tenant } from '../auth/tenant.js';
 import type { Database } from '../db/index.js';
+import { localDayStart } from '../db/local-days.js';
 
 export type Feed = 'orders' | 'spend' | 'touchpoints';
 
@@ -22,7 +23,7 @@ const FEED_HEALTH_SQL = `
     UNION ALL SELECT 'spend', updated_at FROM spend_hourly WHERE client_id = $1 AND environment = $2
     UNION ALL SELECT 'spend', updated_at FROM spend_daily WHERE client_id = $1 AND environment = $2
     UNION ALL SELECT 'touchpoints', updated_at FROM touchpoints WHERE client_id = $1 AND environment = $2)
-  SELECT feed, to_char(CASE WHEN updated_at >= ($4::date::timestamp AT TIME ZONE $3) THEN updated_at AT TIME ZONE $3 END, 'YYYY-MM-DD') AS day,
+  SELECT feed, to_char(CASE WHEN updated_at >= ${localDayStart('$4::date', '$3')} THEN updated_at AT TIME ZONE $3 END, 'YYYY-MM-DD') AS day,
          count(*)::int AS received, utc_iso(max(updated_at)) AS last_at
     FROM received
    GROUP BY 1, 2`;
