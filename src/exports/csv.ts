@@ -49,7 +49,7 @@ export interface CsvOutput {
  * Streams rows read as csvRowSelect says into CSV files as `readRows` hands them on, a batch at
  * a time, so that memory stays flat however many rows there are. Writes go through file handles:
  * a failing disk is an error like any other, never an unheard event. Returns the files' names and
- * the distinct values.
+ * the distinct values (a null is none).
  */
 export async function writeCsv(readRows: (onBatch: (rows: Row[]) => Promise<void>) => Promise<void>, output: CsvOutput, signal: AbortSignal) {
   await fs.mkdir(output.dir, { recursive: true });
@@ -88,7 +88,8 @@ export async function writeCsv(readRows: (onBatch: (rows: Row[]) => Promise<void
           }
           await open(files.length + 1);
         }
-        distinct.add(row.distinct_value as string);
+        // A row of visits alone has no currency.
+        if (row.distinct_value !== null) distinct.add(row.distinct_value as string);
         lines.push(row.line as string);
         rowsInFile++;
       }
