@@ -3,7 +3,8 @@ import { after, test } from 'node:test';
 import { csvLine, csvRowSelect } from '../src/exports/csv.js';
 import { startService } from './helpers.js';
 
-// Review of 8caa7c7: the CSV line made in SQL equals the old JS (csvLine of asSpreadsheetText cells).
+// The CSV line the database makes (csvRowSelect) is the one csvLine writes of the cells, prefixed
+// for spreadsheets as the rule says (the function below, as Node applied it before).
 const service = await startService();
 after(() => service.close());
 
