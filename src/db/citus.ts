@@ -31,7 +31,7 @@ export const TABLE_PLACEMENT = {
 const ANCHOR = 'clients';
 
 /** Functions that statements call on the shards' rows, so every node must have them. */
-const SHARD_FUNCTIONS = ['utc_iso(timestamptz)', 'utc_offset(timestamptz, text)'];
+const SHARD_FUNCTIONS = ['utc_iso(timestamptz)', 'utc_offset(timestamptz, text)', 'latest_refund_at(jsonb)'];
 
 export async function hasCitus(q: Queryable): Promise<boolean> {
   const [row] = await q.query<{ citus: boolean }>(`SELECT exists(SELECT 1 FROM pg_extension WHERE extname = 'citus') AS citus`);

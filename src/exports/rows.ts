@@ -360,7 +360,8 @@ export function exportRowsSql(query: ExportRowsQuery): { sql: string; params: un
 /**
  * Order totals per bucket and currency, as common table expressions `order_totals` and
  * `refund_totals`. An order counts in the bucket of its time_of_purchase, a refund in the bucket
- * of its refund_made_at, both in the order's currency. A customer is new in the bucket of their
+ * of its refund_made_at, both in the order's currency; the orders with refunds in the period are
+ * those whose latest refund is not before it (migration 0017 indexes them). A customer is new in the bucket of their
  * first order ever, and returning in a later bucket they order in.
  */
 function orderTotals(fromInstant: string, toInstant: string, bucketOf: (instant: string) => string): string[] {
@@ -388,7 +389,8 @@ function orderTotals(fromInstant: string, toInstant: string, bucketOf: (instant:
         FROM orders o
        CROSS JOIN LATERAL jsonb_array_elements(o.refunds) AS r
        CROSS JOIN LATERAL (SELECT (r->>'refund_made_at')::timestamptz AS at, (r->>'refund_amount')::numeric AS amount) AS x
-       WHERE o.client_id = $1 AND o.environment = $2 AND o.refunds IS NOT NULL AND x.at >= ${fromInstant} AND x.at < ${toInstant}
+       WHERE o.client_id = $1 AND o.environment = $2 AND o.refunds IS NOT NULL AND latest_refund_at(o.refunds) >= ${fromInstant}
+         AND x.at >= ${fromInstant} AND x.at < ${toInstant}
        GROUP BY 1, 2)`,
   ];
 }
