@@ -18,6 +18,7 @@ const ACROSS_CLIENTS = [
   /GROUP BY client_id\) AS queued/, // exports: the claim's ranking of clients
   /SELECT client_id, environment, export_id FROM exports\s+WHERE status = 'SUCCESS' AND files_deleted_at IS NULL/, // file sweep
   /FROM clients\s+ORDER BY/, // clients list
+  /FROM attribution_totals_kept k JOIN clients c/, // the kept totals' keeper: the clients with stale ones
 ];
 
 interface Recorded {

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { after, test } from 'node:test';
+import { startKeptTotalsKeeper } from '../src/exports/keeper.js';
 import { ADMIN_TOKEN, hourlySpend, minimalOrder, startService, type TestClient } from './helpers.js';
 
 /*
@@ -178,6 +179,31 @@ test('a write after the period keeps every day of it; the unlimited window and h
   }
   const [{ n }] = (await service.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM attribution_days WHERE client_id = $1 AND totals LIKE '%/infinity/%'`, [kept.client_id])) as [{ n: number }];
   assert.equal(n, 0);
+});
+
+test('the keeper computes again in the background the days a write made stale: the next report only reads them', async () => {
+  const changesNoted = async () =>
+    (await service.db.query<{ n: number }>('SELECT count(*)::int AS n FROM attribution_changes WHERE client_id = $1', [kept.client_id]))[0]!.n;
+  const before = await keptDays(kept, 'linear/7/cash');
+  assert.equal(before.size, 10);
+  const keeper = startKeptTotalsKeeper({ db: service.db, intervalMs: 20 });
+  try {
+    // Noon of 5 March in Tokyo, the client's zone since the first test.
+    await write('POST', '/v1/touchpoints', { data: [touch('keeper-late', '2024-03-05T03:00:00Z', { customer: 'c1' }, meta('spring'))] });
+    for (let waited = 0; (await changesNoted()) > 0 || (await keptDays(kept, 'linear/7/cash')).size < 10; waited += 20) {
+      assert.ok(waited < 20_000, 'the keeper brought the kept days up to date');
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+  } finally {
+    await keeper.stop();
+  }
+  const refreshed = await keptDays(kept, 'linear/7/cash');
+  for (const [day, writer] of refreshed) {
+    if (day < '2024-03-05') assert.equal(writer, before.get(day), `${day} kept`);
+    else assert.notEqual(writer, before.get(day), `${day} computed again by the keeper`);
+  }
+  await assertKeptEqualsFresh('after the keeper');
+  assert.deepEqual(await keptDays(kept, 'linear/7/cash'), refreshed, 'the reports read the days the keeper computed');
 });
 
 test('property: after random writes of every kind, kept totals answer as totals computed afresh', async () => {

@@ -1,5 +1,5 @@
 import { CREDIT_PART, creditsSql } from '../attribution/credits-sql.js';
-import { DAY_MS, UNATTRIBUTED, UNLIMITED, windowDaysSql, type AttributionWindow, type ModelId } from '../attribution/models.js';
+import { DAY_MS, UNATTRIBUTED, UNLIMITED, windowDaysSql, windowNamed, type AttributionWindow, type ModelId } from '../attribution/models.js';
 import { pathsSql } from '../attribution/paths.js';
 
 /*
@@ -121,6 +121,11 @@ export interface KeptDaysSource {
 
 /** The key of a combination's kept daily totals (attribution_days.totals): `linear/30/cash`. */
 export const keptTotalsKey = (model: ModelId, windowDays: number | string, mode: AccountingMode) => `${model}/${windowDays}/${mode}`;
+/** The combination of a kept totals key, named by its model. */
+export function combinationOfKeptTotals(key: string): AttributionCombination {
+  const [model, windowDays, mode] = key.split('/') as [ModelId, string, AccountingMode];
+  return { model, modelAsked: model, window: windowNamed(windowDays), accountingMode: mode };
+}
 /** The totals key of visits, which no model, window or mode changes. */
 export const KEPT_VISITS = 'visits';
 

@@ -61,7 +61,7 @@ async function lockKeptTotals(tx: Queryable, { clientId, environment }: Tenant, 
  * change row. Changes committed after it stay noted for the next report. Each combination's days
  * go by a bound of their own (its lookback), which the keys' day column can find.
  */
-export function dropChangedDays(db: Database, { tenant, timeZone }: KeptTotalsAsked): Promise<void> {
+export function dropChangedDays(db: Database, { tenant, timeZone }: Pick<KeptTotalsAsked, 'tenant' | 'timeZone'>): Promise<void> {
   return db.transaction(async (tx) => {
     const tenantParams = [tenant.clientId, tenant.environment];
     const keptZone = await lockKeptTotals(tx, tenant, timeZone);

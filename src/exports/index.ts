@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import type { Config } from '../config.js';
 import type { Database } from '../db/index.js';
 import { createExportJobs } from './jobs.js';
+import { startKeptTotalsKeeper } from './keeper.js';
 import { createExportProducer } from './produce.js';
 import { startRetention } from './retention.js';
 import { startExportWorker, type ExportWorker } from './worker.js';
@@ -12,10 +13,13 @@ const POLL_MS = 1_000;
 const MAX_ATTEMPTS = 3;
 /** How often expired export files are looked for. */
 const RETENTION_INTERVAL_MS = 60_000;
+/** How often kept daily totals made stale by writes are computed again (keeper.ts). */
+const KEEPER_INTERVAL_MS = 30_000;
 
 /**
- * The export worker of a process, as the configuration says, and the deletion of expired export
- * files, which the processes that run exports take on.
+ * The export worker of a process, as the configuration says, and the background work that the
+ * processes that run exports take on: deleting expired export files, and computing again the kept
+ * daily totals that writes made stale.
  */
 export function startExports(config: Config, db: Database, logger?: Logger): ExportWorker {
   const jobs = createExportJobs(db, { linkTtlSeconds: config.exportLinkTtlSeconds });
@@ -39,10 +43,11 @@ export function startExports(config: Config, db: Database, logger?: Logger): Exp
     intervalMs: RETENTION_INTERVAL_MS,
     logger: exportsLogger,
   });
+  const keeper = startKeptTotalsKeeper({ db, intervalMs: KEEPER_INTERVAL_MS, logger: exportsLogger });
   return {
     ready: worker.ready,
     stop: async () => {
-      await Promise.all([worker.stop(), retention.stop()]);
+      await Promise.all([worker.stop(), retention.stop(), keeper.stop()]);
     },
   };
 }

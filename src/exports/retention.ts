@@ -1,5 +1,6 @@
 import fs from 'node:fs/promises';
 import type { Logger } from 'pino';
+import { startPeriodic } from '../periodic.js';
 import type { ExportJobs } from './jobs.js';
 import { exportDir } from './produce.js';
 
@@ -38,23 +39,9 @@ export async function sweepExpiredFiles({ jobs, exportsDir, graceSeconds, leaseS
 
 /** Runs the sweep every `intervalMs` until stopped; a sweep that fails is logged and tried at the next. */
 export function startRetention(options: RetentionOptions & { intervalMs: number }): { stop(): Promise<void> } {
-  let timer: NodeJS.Timeout | undefined;
-  let sweeping: Promise<unknown> = Promise.resolve();
-  let stopped = false;
-  const schedule = () => {
-    if (stopped) return;
-    timer = setTimeout(() => {
-      sweeping = sweepExpiredFiles(options)
-        .catch((error: unknown) => options.logger?.error({ err: error }, 'expired export files could not be deleted'))
-        .finally(schedule);
-    }, options.intervalMs);
-  };
-  schedule();
-  return {
-    async stop() {
-      stopped = true;
-      clearTimeout(timer);
-      await sweeping;
-    },
-  };
+  return startPeriodic(
+    options.intervalMs,
+    () => sweepExpiredFiles(options),
+    (error) => options.logger?.error({ err: error }, 'expired export files could not be deleted'),
+  );
 }
