@@ -1,21 +1,26 @@
 /**
  * Runs `task` every `intervalMs`, each run after the last has ended, until stopped; a run that
- * fails is handed to `onError` and the next goes on. `stop` waits for the run under way.
+ * fails is handed to `onError` and the next goes on. `stop` aborts the signal the run under way
+ * was given, for a run of many steps to end at the next, and waits for it.
  */
-export function startPeriodic(intervalMs: number, task: () => Promise<unknown>, onError: (error: unknown) => void): { stop(): Promise<void> } {
+export function startPeriodic(
+  intervalMs: number,
+  task: (signal: AbortSignal) => Promise<unknown>,
+  onError: (error: unknown) => void,
+): { stop(): Promise<void> } {
   let timer: NodeJS.Timeout | undefined;
   let running: Promise<unknown> = Promise.resolve();
-  let stopped = false;
+  const stopping = new AbortController();
   const schedule = () => {
-    if (stopped) return;
+    if (stopping.signal.aborted) return;
     timer = setTimeout(() => {
-      running = task().catch(onError).finally(schedule);
+      running = task(stopping.signal).catch(onError).finally(schedule);
     }, intervalMs);
   };
   schedule();
   return {
     async stop() {
-      stopped = true;
+      stopping.abort();
       clearTimeout(timer);
       await running;
     },

@@ -18,7 +18,7 @@ import { inRowsTransaction } from './rows.js';
  * Drops the kept days of a client that its writes since may have changed, and computes them
  * again: each combination over the local days from the first to the last it had kept.
  */
-export async function refreshKeptTotals(db: Database, tenant: Tenant, timeZone: string): Promise<void> {
+export async function refreshKeptTotals(db: Database, tenant: Tenant, timeZone: string, signal?: AbortSignal): Promise<void> {
   const kept = await db.query<{ totals: string; from: string; to: string }>(
     `SELECT totals, to_char(min(day), 'YYYY-MM-DD') AS from, to_char(max(day) + 1, 'YYYY-MM-DD') AS to
        FROM attribution_days WHERE client_id = $1 AND environment = $2 AND totals <> $3 GROUP BY totals ORDER BY totals`,
@@ -26,6 +26,8 @@ export async function refreshKeptTotals(db: Database, tenant: Tenant, timeZone: 
   );
   await dropChangedDays(db, { tenant, timeZone });
   for (const { totals, from, to } of kept) {
+    // A stopping process leaves the rest to the next keeper or report: what it dropped is computed by either.
+    if (signal?.aborted) return;
     const asked = { tenant, timeZone, combinations: [combinationOfKeptTotals(totals)], period: { kind: 'days' as const, from, to } };
     await inRowsTransaction(db, (tx) => keepMissingDays(tx, asked));
   }
@@ -40,14 +42,18 @@ const STALE_KEPT_TOTALS = `
     FROM attribution_totals_kept k JOIN clients c USING (client_id)
    WHERE EXISTS (SELECT FROM attribution_changes n WHERE n.client_id = k.client_id AND n.environment = k.environment)`;
 
-/** Refreshes every client's stale kept totals every `intervalMs`, one client at a time; a client that fails is logged and tried at the next. */
+/**
+ * Refreshes every client's stale kept totals every `intervalMs`, one client at a time; a client
+ * that fails is logged and tried at the next. Stopping ends a pass at the next combination.
+ */
 export function startKeptTotalsKeeper({ db, intervalMs, logger }: { db: Database; intervalMs: number; logger?: Logger }): { stop(): Promise<void> } {
   return startPeriodic(
     intervalMs,
-    async () => {
+    async (signal) => {
       const stale = await db.query<{ client_id: string; environment: Environment; time_zone: string }>(STALE_KEPT_TOTALS);
       for (const { client_id, environment, time_zone } of stale) {
-        await refreshKeptTotals(db, { clientId: client_id, environment, dryRun: false }, time_zone).catch((error: unknown) =>
+        if (signal.aborted) return;
+        await refreshKeptTotals(db, { clientId: client_id, environment, dryRun: false }, time_zone, signal).catch((error: unknown) =>
           logger?.error({ err: error, client_id }, 'kept totals could not be refreshed'),
         );
       }
