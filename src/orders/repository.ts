@@ -190,10 +190,10 @@ export function createOrderRepository(db: Database) {
      */
     patch(tenant: Tenant, patchJson: string, orderIds: readonly string[], aliases: readonly AliasToAttach[], updatedAt: Date) {
       return db.transaction(async (tx) => {
-        // `locked` takes the row locks first, one key lookup per order in key order (byte-wise), as
-        // the upsert takes them; the UPDATE then finds its rows by key among those (a join to
-        // them was planned as a hash of all the client's orders on a table without statistics).
-        // The orders it does not return are unknown; `both` names the pairs of exclusive fields
+        // earliestBeforeWrite takes the row locks first, one key lookup per order in key order
+        // (byte-wise), as the upsert takes them; the UPDATE then finds its rows by key among the
+        // patch's (a join to them was planned as a hash of all the client's orders on a table
+        // without statistics). The orders it does not return are unknown; `both` names the pairs of exclusive fields
         // the merged body would hold. The new time of purchase is read in `patch`: Citus refuses
         // the text-to-timestamptz cast (not immutable) inside the UPDATE's coalesce.
         const before = await earliestBeforeWrite(tx, tenant, '(SELECT unnest($3::text[]) AS order_id)', orderIds);
@@ -205,13 +205,6 @@ export function createOrderRepository(db: Database) {
                       WHERE f.value <> 'null'::jsonb AND f.key <> 'alternate_order_ids') AS fields,
                     ARRAY(SELECT f.key FROM jsonb_each(p.body) AS f WHERE f.value = 'null'::jsonb) AS cleared
                FROM jsonb_array_elements($3::jsonb) WITH ORDINALITY AS p(body, n)
-           ),
-           locked AS MATERIALIZED (
-             SELECT o.order_id
-               FROM (SELECT order_id FROM patch ORDER BY order_id COLLATE "C") AS p
-              CROSS JOIN LATERAL (SELECT order_id FROM orders
-                                   WHERE client_id = $1 AND environment = $2 AND order_id = p.order_id
-                                     FOR UPDATE) AS o
            )
            UPDATE orders o
               SET body = (o.body - p.cleared) || p.fields,
@@ -219,7 +212,7 @@ export function createOrderRepository(db: Database) {
                   updated_at = greatest(o.updated_at, $4::timestamptz)
              FROM patch p
             WHERE o.client_id = $1 AND o.environment = $2
-              AND o.order_id = ANY (ARRAY(SELECT order_id FROM locked)) AND o.order_id = p.order_id
+              AND o.order_id = ANY (ARRAY(SELECT order_id FROM patch)) AND o.order_id = p.order_id
            RETURNING p.n, ARRAY(SELECT pair[1] FROM (VALUES (ARRAY['customer_email', 'hashed_customer_email']),
                                                             (ARRAY['customer_phone_number', 'hashed_customer_phone_number'])) AS e(pair)
                                  WHERE o.body ?& pair) AS both`,
