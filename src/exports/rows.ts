@@ -164,14 +164,10 @@ export function exportRowsSql(query: ExportRowsQuery): { sql: string; params: un
   if ((slice.fromDay || slice.toDay) && (granularity === 'HOURLY' || granularity === 'PERIOD' || fromKeptTotals)) {
     throw new Error('A slice is made of whole local days, and of the buckets of DAILY, WEEKLY or MONTHLY rows computed from the paths');
   }
-  // The slice's bounds, as local times (spend's buckets) and as the instants they start at.
-  const sliceDays = [slice.fromDay, slice.toDay].map((day) => (day ? `$${params.push(day)}::date` : undefined));
-  const sliceBounds = sliceDays.map((day) => (day ? `${day}::timestamp` : undefined));
-  const [sliceFrom, sliceTo] = sliceDays.map((day) => (day ? localDayStart(day, '$3') : undefined));
-  const bucketsInSlice = [
-    ...(sliceBounds[0] ? [`bucket >= ${sliceBounds[0]}`] : []),
-    ...(sliceBounds[1] ? [`bucket < ${sliceBounds[1]}`] : []),
-  ];
+  // The slice's first and last days: spend's buckets are local times, orders and touchpoints are
+  // taken from the instants the days start at.
+  const [sliceFrom, sliceTo] = [slice.fromDay, slice.toDay].map((day) => (day ? `$${params.push(day)}::date` : undefined));
+  const bucketsInSlice = [...(sliceFrom ? [`bucket >= ${sliceFrom}::timestamp`] : []), ...(sliceTo ? [`bucket < ${sliceTo}::timestamp`] : [])];
   const whereInSlice = bucketsInSlice.length > 0 ? `WHERE ${bucketsInSlice.join(' AND ')}` : '';
   // $4 and $5 as instants, and as local days of the client's zone.
   const [fromInstant, toInstant] = period.kind === 'days' ? LOCAL_DAYS_AS_INSTANTS : ['$4::timestamptz', '$5::timestamptz'];
@@ -242,7 +238,7 @@ export function exportRowsSql(query: ExportRowsQuery): { sql: string; params: un
   // An hour of spend is in the period when it starts in it; orders, refunds and touchpoints are
   // taken by the same rule, so no hour is cut short (a local midnight is not always an hour's start).
   const ceilHour = (instant: string) => `(date_trunc('hour', ${instant} AT TIME ZONE 'UTC' - interval '1 microsecond') AT TIME ZONE 'UTC' + interval '1 hour')`;
-  const [ordersFrom, ordersTo] = granularity === 'HOURLY' ? [ceilHour(fromInstant), ceilHour(toInstant)] : [sliceFrom ?? fromInstant, sliceTo ?? toInstant];
+  const [ordersFrom, ordersTo] = granularity === 'HOURLY' ? [ceilHour(fromInstant), ceilHour(toInstant)] : [sliceFrom ? localDayStart(sliceFrom, '$3') : fromInstant, sliceTo ? localDayStart(sliceTo, '$3') : toInstant];
 
   const parts: string[] = [];
   const ctes = [`records AS (${records})`];
