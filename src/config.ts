@@ -37,6 +37,8 @@ export interface Config {
   exportLeaseSeconds: number;
   /** Exports of one client (production and UAT together) running at once across every process. */
   exportMaxRunningPerClient: number;
+  /** Local days before today whose attribution the dashboard opens on, kept ahead for every client with data (0: none). */
+  keepAheadDays: number;
   /** Where rate-limit counters are shared by several processes; unset, each process counts alone. */
   redisUrl: string | undefined;
   /** Rate limits; 0 turns one off. */
@@ -104,6 +106,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     exportFileGraceSeconds: integer(env, 'EXPORT_FILE_GRACE_SECONDS', 24 * 3600),
     exportLeaseSeconds: integer(env, 'EXPORT_LEASE_SECONDS', 60, { min: 1 }),
     exportMaxRunningPerClient: integer(env, 'EXPORT_MAX_RUNNING_PER_CLIENT', 2, { min: 1 }),
+    keepAheadDays: integer(env, 'KEEP_AHEAD_DAYS', 90, { max: 366 }),
     redisUrl: env.REDIS_URL || undefined,
     orderWriteBytesPerMinute: integer(env, 'ORDER_WRITE_BYTES_PER_MINUTE', 30 * MIB),
     spendWriteBytesPerMinute: integer(env, 'SPEND_WRITE_BYTES_PER_MINUTE', 30 * MIB),

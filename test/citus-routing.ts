@@ -19,6 +19,7 @@ const ACROSS_CLIENTS = [
   /SELECT client_id, environment, export_id FROM exports\s+WHERE status = 'SUCCESS' AND files_deleted_at IS NULL/, // file sweep
   /FROM clients\s+ORDER BY/, // clients list
   /FROM attribution_totals_kept k JOIN clients c/, // the kept totals' keeper: the clients with stale ones
+  /FROM clients c\s+LEFT JOIN attribution_totals_kept k/, // and those due to be kept ahead
 ];
 
 interface Recorded {

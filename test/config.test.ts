@@ -26,6 +26,7 @@ test('defaults: ports 8080 and 8081 on 127.0.0.1, embedded store in ./data, no a
     exportFileGraceSeconds: 86400,
     exportLeaseSeconds: 60,
     exportMaxRunningPerClient: 2,
+    keepAheadDays: 90,
     redisUrl: undefined,
     orderWriteBytesPerMinute: 30 * 1024 * 1024,
     spendWriteBytesPerMinute: 30 * 1024 * 1024,
@@ -63,6 +64,7 @@ test('every variable is read', () => {
     EXPORT_FILE_GRACE_SECONDS: '0',
     EXPORT_LEASE_SECONDS: '5',
     EXPORT_MAX_RUNNING_PER_CLIENT: '4',
+    KEEP_AHEAD_DAYS: '0',
     REDIS_URL: 'redis://cache:6379',
     ORDER_WRITE_BYTES_PER_MINUTE: '1000000',
     SPEND_WRITE_BYTES_PER_MINUTE: '2000000',
@@ -98,6 +100,7 @@ test('every variable is read', () => {
     exportFileGraceSeconds: 0,
     exportLeaseSeconds: 5,
     exportMaxRunningPerClient: 4,
+    keepAheadDays: 0,
     redisUrl: 'redis://cache:6379',
     orderWriteBytesPerMinute: 1000000,
     spendWriteBytesPerMinute: 2000000,
@@ -133,6 +136,8 @@ for (const [name, value] of <[string, string][]>[
   ['TRUST_PROXY', '0.0.0.0/0'], // every address: that is TRUST_PROXY=true
   ['EXPORT_CONCURRENCY', '10'], // not below the default pool of 10 connections
   ['EXPORT_CONNECTIONS', '0'],
+  ['KEEP_AHEAD_DAYS', '367'], // more than a year of days kept ahead for every client
+  ['KEEP_AHEAD_DAYS', '90000'],
   ['EXPORT_CONNECTIONS', '10'], // one export on all of the default pool of 10
   ['EXPORT_MAX_RUNNING_PER_CLIENT', '0'], // no client's export would ever run
 ]) {

@@ -13,13 +13,13 @@ const POLL_MS = 1_000;
 const MAX_ATTEMPTS = 3;
 /** How often expired export files are looked for. */
 const RETENTION_INTERVAL_MS = 60_000;
-/** How often kept daily totals made stale by writes are computed again (keeper.ts). */
+/** How often kept daily totals made stale by writes are computed again, and those kept ahead looked at (keeper.ts). */
 const KEEPER_INTERVAL_MS = 30_000;
 
 /**
  * The export worker of a process, as the configuration says, and the background work that the
- * processes that run exports take on: deleting expired export files, and computing again the kept
- * daily totals that writes made stale.
+ * processes that run exports take on: deleting expired export files, and computing the kept daily
+ * totals that writes made stale and those kept ahead for the dashboard.
  */
 export function startExports(config: Config, db: Database, logger?: Logger): ExportWorker {
   const jobs = createExportJobs(db, { linkTtlSeconds: config.exportLinkTtlSeconds });
@@ -43,7 +43,7 @@ export function startExports(config: Config, db: Database, logger?: Logger): Exp
     intervalMs: RETENTION_INTERVAL_MS,
     logger: exportsLogger,
   });
-  const keeper = startKeptTotalsKeeper({ db, intervalMs: KEEPER_INTERVAL_MS, logger: exportsLogger });
+  const keeper = startKeptTotalsKeeper({ db, intervalMs: KEEPER_INTERVAL_MS, keepAheadDays: config.keepAheadDays, logger: exportsLogger });
   return {
     ready: worker.ready,
     stop: async () => {

@@ -1,0 +1,152 @@
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import { after, test } from 'node:test';
+import { MODEL_IDS } from '../src/attribution/models.js';
+import type { Tenant } from '../src/auth/tenant.js';
+import { DUE_AHEAD, KEPT_AHEAD, keepAhead, startKeptTotalsKeeper } from '../src/exports/keeper.js';
+import { addDays, localToday } from '../src/exports/period.js';
+import { ADMIN_TOKEN, hourlySpend, minimalOrder, startService, type TestClient } from './helpers.js';
+
+/*
+ * The keeper keeps the days of the dashboard's window and mode ahead, for every model, for every
+ * client with production data (src/exports/keeper.ts), so that the dashboard opens on kept days.
+ * The data is dated from the real today, which the keeper's background passes go by.
+ */
+
+const service = await startService();
+after(() => service.close());
+const app = service.production;
+const ZONE = 'America/New_York';
+const DAYS = 10;
+const now = new Date();
+const today = localToday(ZONE, now);
+/** Noon of the local day `days` before today, as an instant (New York is 4 or 5 hours behind UTC). */
+const noonBefore = (days: number) => `${addDays(today, -days)}T16:00:00Z`;
+
+async function call(client: TestClient, method: 'POST' | 'GET', url: string, payload?: unknown, port = app) {
+  const response = await port.inject({ method, url, headers: client.headers, ...(payload === undefined ? {} : { payload: payload as object }) });
+  assert.ok(response.statusCode < 300, `${method} ${url}: ${response.body}`);
+  return response;
+}
+
+async function clientWithData(name: string, port = app): Promise<TestClient> {
+  const client = await service.createClient(name);
+  const zone = await app.inject({ method: 'PATCH', url: `/admin/v1/clients/${client.client_id}`, headers: { authorization: `Bearer ${ADMIN_TOKEN}` }, payload: { time_zone: ZONE } });
+  assert.equal(zone.statusCode, 200, zone.body);
+  const meta = (campaign_id: string) => ({ platform_name: 'meta', campaign_id, ad_id: `${campaign_id}-ad` });
+  await call(client, 'POST', '/v1/spend_hourly', { data: [{ ...hourlySpend('spring'), hour_start_iso: noonBefore(3), platform_name: 'meta', campaign_id: 'spring', spend: 20 }] }, port);
+  await call(
+    client,
+    'POST',
+    '/v1/touchpoints',
+    {
+      data: [
+        { touchpoint_id: 't1', occurred_at: noonBefore(40), customer_id: 'c1', ...meta('autumn') },
+        { touchpoint_id: 't2', occurred_at: noonBefore(6), customer_id: 'c1', ...meta('spring') },
+        { touchpoint_id: 't3', occurred_at: noonBefore(4), customer_id: 'c1', utm_source: 'newsletter', utm_medium: 'email' },
+        { touchpoint_id: 't4', occurred_at: noonBefore(3), visitor_id: 'v2', customer_id: 'c2', ...meta('spring') },
+      ],
+    },
+    port,
+  );
+  const order = (id: string, customer_id: string, days: number, total: number) =>
+    minimalOrder(id, { customer_id, time_of_purchase: noonBefore(days), currency: 'USD', purchase_total: total, products: [{ id: 'p', name: 'P', quantity: 1, price: total }] });
+  await call(client, 'POST', '/v2/orders', [order('o1', 'c1', 2, 100), order('o2', 'c2', 1, 40), order('o3', 'c1', 20, 10)], port);
+  return client;
+}
+
+const tenantOf = (client: TestClient): Tenant => ({ clientId: client.client_id, environment: 'production', dryRun: false });
+const aheadTotals = MODEL_IDS.map((model) => `${model}/${KEPT_AHEAD.window}/${KEPT_AHEAD.accountingMode}`);
+
+/** The kept days of a client's totals, with the transaction that wrote each (PostgreSQL's xmin). */
+async function keptDays(client: TestClient, totals: string): Promise<Map<string, string>> {
+  const rows = await service.db.query<{ day: string; writer: string }>(
+    `SELECT to_char(day, 'YYYY-MM-DD') AS day, xmin::text AS writer FROM attribution_days WHERE client_id = $1 AND totals = $2 ORDER BY day`,
+    [client.client_id, totals],
+  );
+  return new Map(rows.map((row) => [row.day, row.writer]));
+}
+const lastDays = Array.from({ length: DAYS }, (_, n) => addDays(today, n - DAYS));
+
+const due = async (at: Date) => (await service.db.query<{ client_id: string }>(DUE_AHEAD, [at.toISOString()])).map((row) => row.client_id);
+
+const report = async (client: TestClient, model: string, window = String(KEPT_AHEAD.window)) => {
+  const query = { start_date: lastDays[0]!, end_date: lastDays.at(-1)!, granularity: 'DAILY', level: 'campaign', metrics: 'spend,rev,txns,revFt,visits,newVisits', model, window, mode: KEPT_AHEAD.accountingMode };
+  return (await call(client, 'GET', `/v1/reports/performance?${new URLSearchParams(query)}`)).json() as { rows: Record<string, unknown>[] };
+};
+async function wipeKeptTotals(client: TestClient) {
+  for (const table of ['attribution_credit_days', 'attribution_visit_days', 'attribution_days', 'attribution_totals_kept', 'attribution_changes']) {
+    await service.db.query(`DELETE FROM ${table} WHERE client_id = $1`, [client.client_id]);
+  }
+}
+
+const shop = await clientWithData('shop');
+const empty = await service.createClient('no data');
+const uatOnly = await clientWithData('uat data only', service.uat);
+
+test("the dashboard opens on the keeper's window and mode", () => {
+  const page = fs.readFileSync(new URL('../src/pages/dashboard.html', import.meta.url), 'utf8');
+  const selected = (id: string) => new RegExp(`<select id="${id}">[^]*?<option value="([^"]+)" selected>`).exec(page)?.[1];
+  assert.equal(selected('window'), String(KEPT_AHEAD.window));
+  assert.equal(selected('mode'), KEPT_AHEAD.accountingMode);
+});
+
+test('every model of the last days is kept ahead for the clients with production data, once a day; reports read them', async () => {
+  const dueNow = await due(now);
+  assert.ok(dueNow.includes(shop.client_id));
+  assert.ok(!dueNow.includes(empty.client_id), 'a client without data is not due');
+  assert.ok(!dueNow.includes(uatOnly.client_id), 'UAT data is not kept ahead');
+
+  await keepAhead(service.db, tenantOf(shop), ZONE, { days: DAYS, now });
+  for (const totals of [...aheadTotals, 'visits']) assert.deepEqual([...(await keptDays(shop, totals)).keys()], lastDays, totals);
+  assert.ok(!(await due(now)).includes(shop.client_id), 'done for today');
+  assert.ok((await due(new Date(now.getTime() + 86_400_000))).includes(shop.client_id), 'due again tomorrow');
+
+  for (const model of ['linear', 'first_touch', 'clicks_and_views']) {
+    const kept = await keptDays(shop, `${model}/${KEPT_AHEAD.window}/${KEPT_AHEAD.accountingMode}`);
+    const fromKept = await report(shop, model);
+    assert.deepEqual(await keptDays(shop, `${model}/${KEPT_AHEAD.window}/${KEPT_AHEAD.accountingMode}`), kept, `${model}: the report read the days kept ahead`);
+    assert.ok(fromKept.rows.some((row) => Number(row.rev) > 0), `${model}: credited revenue`);
+    await wipeKeptTotals(shop);
+    assert.deepEqual(await report(shop, model), fromKept, `${model}: as computed by the report itself`);
+    await keepAhead(service.db, tenantOf(shop), ZONE, { days: DAYS, now });
+  }
+  // Another window is computed when it is asked, for the model asked.
+  await report(shop, 'linear', '14');
+  assert.equal((await keptDays(shop, `linear/14/${KEPT_AHEAD.accountingMode}`)).size, DAYS);
+  assert.equal((await keptDays(shop, `first_touch/14/${KEPT_AHEAD.accountingMode}`)).size, 0);
+});
+
+test('the keeper keeps them ahead in the background, and computes every model again after a late write', async () => {
+  const other = await clientWithData('kept by the keeper');
+  const keeper = startKeptTotalsKeeper({ db: service.db, intervalMs: 20, keepAheadDays: DAYS });
+  const waitFor = async (what: string, done: () => Promise<boolean>) => {
+    for (let waited = 0; !(await done()); waited += 20) {
+      assert.ok(waited < 30_000, what);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+  };
+  const everyModelKept = async (client: TestClient) => {
+    for (const totals of aheadTotals) if ((await keptDays(client, totals)).size < DAYS) return false;
+    return true;
+  };
+  try {
+    await waitFor('the keeper kept the days ahead', async () => !(await due(now)).includes(other.client_id) && (await everyModelKept(other)));
+    const before = await Promise.all(aheadTotals.map((totals) => keptDays(other, totals)));
+    const changed = addDays(today, -5);
+    await call(other, 'POST', '/v1/touchpoints', { data: [{ touchpoint_id: 'late', occurred_at: noonBefore(5), customer_id: 'c2', platform_name: 'google', campaign_id: 'search' }] });
+    const changesNoted = async () => (await service.db.query<{ n: number }>('SELECT count(*)::int AS n FROM attribution_changes WHERE client_id = $1', [other.client_id]))[0]!.n;
+    await waitFor('the keeper computed the changed days again', async () => (await changesNoted()) === 0 && (await everyModelKept(other)));
+    for (const [n, totals] of aheadTotals.entries()) {
+      for (const [day, writer] of await keptDays(other, totals)) {
+        if (day < changed) assert.equal(writer, before[n]!.get(day), `${totals} ${day} kept`);
+        else assert.notEqual(writer, before[n]!.get(day), `${totals} ${day} computed again`);
+      }
+    }
+  } finally {
+    await keeper.stop();
+  }
+  const fromKept = await report(other, 'position_based');
+  await wipeKeptTotals(other);
+  assert.deepEqual(await report(other, 'position_based'), fromKept);
+});
