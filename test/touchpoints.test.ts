@@ -270,6 +270,25 @@ describe('POST /v1/identities', () => {
     assert.equal(await stored('identities', client.client_id), 1);
   });
 
+  test("a link sent again as it is changes nothing attribution reads; a changed one notes the visitor's first touchpoint", async () => {
+    const client = await service.createClient();
+    expectCreated(await postTouchpoints(client, [visit('first'), visit('next', { occurred_at: '2024-03-10T09:00:00Z' })]));
+    const noted = async () => {
+      const rows = await service.db.query<{ earliest: string }>('SELECT min(earliest)::text AS earliest FROM attribution_changes WHERE client_id = $1 HAVING count(*) > 0', [client.client_id]);
+      await service.db.query('DELETE FROM attribution_changes WHERE client_id = $1', [client.client_id]);
+      return rows[0] ? new Date(rows[0].earliest).toISOString() : undefined;
+    };
+    assert.equal(await noted(), '2024-03-08T09:00:00.000Z', 'the touchpoints');
+    const link = async (customer_id: string) => expectCreated(await postIdentities(client, [{ visitor_id: 'visitor-1', customer_id }, { visitor_id: 'nobody-yet', customer_id }]));
+    assert.equal((await link('alice')).linked, 2);
+    assert.equal(await noted(), '2024-03-08T09:00:00.000Z', "a new link: from the visitor's first touchpoint");
+    assert.equal((await link('alice')).linked, 2, 'links sent again are counted as sent');
+    assert.equal(await noted(), undefined, 'links sent again as they are');
+    await link('bob');
+    assert.equal(await noted(), '2024-03-08T09:00:00.000Z', 'a changed link');
+    assert.deepEqual(await listed(client, { customer_id: 'bob' }), ['first', 'next']);
+  });
+
   test('an order link sent before its order takes effect when the order arrives, and follows its customer', async () => {
     const client = await service.createClient();
     expectCreated(await postTouchpoints(client, [visit('t1')]));

@@ -12,8 +12,8 @@
  *
  * - a touchpoint inserted: its occurred_at (orders after it may have it in their path; it may be
  *   its visitor's first visit); replaced: -infinity, since its earlier values are not read back;
- * - an identity link: the first touchpoint of the visitor (the orders of the old and the new
- *   customer from then on may change their paths);
+ * - an identity link made or changed: the first touchpoint of the visitor (the orders of the old
+ *   and the new customer from then on may change their paths); one sent again as it is: nothing;
  * - an order written: the earliest of its time of purchase before (read under the row's lock,
  *   not from the statement's snapshot, which a concurrent write may have overtaken) and after,
  *   and of the first touchpoint of the visitors linked through it (their touchpoints become its

@@ -72,7 +72,12 @@ const writtenCte = (json: string, at: string) => `written AS (
 const WRITTEN_EARLIEST = `SELECT CASE WHEN bool_and(inserted) THEN min(occurred_at) WHEN count(*) > 0 THEN '-infinity' END FROM written`;
 const WRITTEN_COUNTS = 'SELECT count(*) FILTER (WHERE inserted)::int AS inserted, count(*) FILTER (WHERE NOT inserted)::int AS updated FROM written';
 
-/** `linked`: the visitors of the links of `body` (`{"data": [...]}`) linked at `at`, each replacing its earlier link. */
+/**
+ * `linked`: the visitors whose link the links of `body` (`{"data": [...]}`) made or changed at `at`,
+ * each replacing its earlier link. A link sent again as it is (a shop identifying its logged-in
+ * customer on every page) is left as it is: it changes no path, and noting it would drop the kept
+ * days from the visitor's first touchpoint on, weeks of them, at every page view.
+ */
 const linkedCte = (body: string, at: string) => `linked AS (
   INSERT INTO identities AS i (client_id, environment, visitor_id, customer_id, order_id, linked_at)
   SELECT $1, $2, r.visitor_id, r.customer_id, r.order_id, ${at}::timestamptz
@@ -80,7 +85,10 @@ const linkedCte = (body: string, at: string) => `linked AS (
    ORDER BY r.visitor_id COLLATE "C"
   ON CONFLICT (client_id, environment, visitor_id) DO UPDATE SET
     customer_id = excluded.customer_id, order_id = excluded.order_id, linked_at = excluded.linked_at
+   WHERE (i.customer_id, i.order_id) IS DISTINCT FROM (excluded.customer_id, excluded.order_id)
   RETURNING visitor_id)`;
+/** How many links `body` sends, the answer's count whether or not they changed a link. */
+const linksSent = (body: string) => `jsonb_array_length(${body}::jsonb -> 'data')`;
 /**
  * The attribution change of `linked`: the first touchpoint of its visitors, whose customer
  * changed; one probe of touchpoints_by_visitor a visitor (as a join, it was planned as a scan of
@@ -160,7 +168,7 @@ export function createTouchpointRepository(db: Database) {
         );
         const [linked] = await tx.query<{ linked: number; earliest: string | null }>(
           `WITH ${linkedCte('$3', '$4')}
-           SELECT (SELECT count(*)::int FROM linked) AS linked, (${LINKED_EARLIEST})::text AS earliest`,
+           SELECT ${linksSent('$3')} AS linked, (${LINKED_EARLIEST})::text AS earliest`,
           [...tenantParams, linksJson, at.toISOString()],
         );
         await tx.query(noteAttributionChangeSql('SELECT least($3::timestamptz, $4::timestamptz)'), [...tenantParams, written!.earliest, linked!.earliest]);
@@ -198,7 +206,7 @@ export function createTouchpointRepository(db: Database) {
       const [row] = await db.query<{ linked: number }>(
         `WITH ${linkedCte('$3', '$4')},
          noted AS (${noteAttributionChangeSql(LINKED_EARLIEST)})
-         SELECT count(*)::int AS linked FROM linked`,
+         SELECT ${linksSent('$3')} AS linked`,
         [tenant.clientId, tenant.environment, bodyJson, linkedAt.toISOString()],
       );
       return row!.linked;
