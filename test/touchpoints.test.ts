@@ -270,22 +270,40 @@ describe('POST /v1/identities', () => {
     assert.equal(await stored('identities', client.client_id), 1);
   });
 
-  test("a link sent again as it is changes nothing attribution reads; a changed one notes the visitor's first touchpoint", async () => {
+  test("a link notes the first order of its customer from the visitor's first touchpoint; a changed one that touchpoint; one sent again nothing", async () => {
     const client = await service.createClient();
-    expectCreated(await postTouchpoints(client, [visit('first'), visit('next', { occurred_at: '2024-03-10T09:00:00Z' })]));
+    expectCreated(
+      await postTouchpoints(client, [
+        visit('first'),
+        visit('next', { occurred_at: '2024-03-10T09:00:00Z' }),
+        visit('earlier', { visitor_id: 'visitor-2', occurred_at: '2024-03-07T09:00:00Z' }),
+        visit('early', { visitor_id: 'visitor-3', occurred_at: '2024-03-01T09:00:00Z' }),
+      ]),
+    );
     const noted = async () => {
       const rows = await service.db.query<{ earliest: string }>('SELECT min(earliest)::text AS earliest FROM attribution_changes WHERE client_id = $1 HAVING count(*) > 0', [client.client_id]);
       await service.db.query('DELETE FROM attribution_changes WHERE client_id = $1', [client.client_id]);
       return rows[0] ? new Date(rows[0].earliest).toISOString() : undefined;
     };
-    assert.equal(await noted(), '2024-03-08T09:00:00.000Z', 'the touchpoints');
-    const link = async (customer_id: string) => expectCreated(await postIdentities(client, [{ visitor_id: 'visitor-1', customer_id }, { visitor_id: 'nobody-yet', customer_id }]));
-    assert.equal((await link('alice')).linked, 2);
-    assert.equal(await noted(), '2024-03-08T09:00:00.000Z', "a new link: from the visitor's first touchpoint");
-    assert.equal((await link('alice')).linked, 2, 'links sent again are counted as sent');
+    assert.equal(await noted(), '2024-03-01T09:00:00.000Z', 'the touchpoints');
+    const link = async (links: object[]) => expectCreated(await postIdentities(client, links));
+
+    assert.equal((await link([{ visitor_id: 'visitor-1', customer_id: 'alice' }, { visitor_id: 'nobody-yet', customer_id: 'alice' }])).linked, 2);
+    assert.equal(await noted(), undefined, 'alice has no order: no path changes');
+    await postOrders(service.production, client, [minimalOrder('before', { customer_id: 'alice', time_of_purchase: '2024-03-02T12:00:00Z' })]);
+    await postOrders(service.production, client, [minimalOrder('after', { customer_id: 'alice', time_of_purchase: '2024-03-09T12:00:00Z' })]);
+    await noted();
+
+    assert.equal((await link([{ visitor_id: 'visitor-1', customer_id: 'alice' }, { visitor_id: 'nobody-yet', customer_id: 'alice' }])).linked, 2, 'counted as sent');
     assert.equal(await noted(), undefined, 'links sent again as they are');
-    await link('bob');
-    assert.equal(await noted(), '2024-03-08T09:00:00.000Z', 'a changed link');
+    await link([{ visitor_id: 'visitor-2', customer_id: 'alice' }]);
+    assert.equal(await noted(), '2024-03-09T12:00:00.000Z', "alice's first order from the visitor's first touchpoint on");
+    await link([{ visitor_id: 'visitor-3', order_id: 'after' }]);
+    assert.equal(await noted(), '2024-03-02T12:00:00.000Z', "through an order: its customer's orders");
+    await link([{ visitor_id: 'anonymous', order_id: 'not-yet-sent' }]);
+    assert.equal(await noted(), undefined, 'an order link before its order');
+    await link([{ visitor_id: 'visitor-1', customer_id: 'bob' }]);
+    assert.equal(await noted(), '2024-03-08T09:00:00.000Z', "a changed link: the visitor's first touchpoint");
     assert.deepEqual(await listed(client, { customer_id: 'bob' }), ['first', 'next']);
   });
 

@@ -86,18 +86,28 @@ const linkedCte = (body: string, at: string) => `linked AS (
   ON CONFLICT (client_id, environment, visitor_id) DO UPDATE SET
     customer_id = excluded.customer_id, order_id = excluded.order_id, linked_at = excluded.linked_at
    WHERE (i.customer_id, i.order_id) IS DISTINCT FROM (excluded.customer_id, excluded.order_id)
-  RETURNING visitor_id)`;
+  RETURNING visitor_id, customer_id, order_id, xmax = 0 AS inserted)`;
 /** How many links `body` sends, the answer's count whether or not they changed a link. */
 const linksSent = (body: string) => `jsonb_array_length(${body}::jsonb -> 'data')`;
 /**
- * The attribution change of `linked`: the first touchpoint of its visitors, whose customer
- * changed; one probe of touchpoints_by_visitor a visitor (as a join, it was planned as a scan of
- * every touchpoint, the links' count being unknown to the planner).
+ * The attribution change of `linked`. A visitor's touchpoints are in the paths of its customer's
+ * orders placed from its first touchpoint on: a new link changes those of the customer it links
+ * to (through an order: that order's customer, none while the order has not arrived, whose write
+ * notes its own change), so it notes the first of them, or nothing when there is none (a shop's
+ * customer signing in before buying). A changed link also changes the orders of the customer it
+ * linked to before, whose earlier value the upsert does not return: it notes the visitor's first
+ * touchpoint. One probe of touchpoints_by_visitor a visitor, and one of orders_by_customer (as a
+ * join, it was planned as a scan of every touchpoint, the links' count being unknown to the planner).
  */
-const LINKED_EARLIEST = `SELECT min(first.occurred_at) FROM linked l
+const LINKED_EARLIEST = `SELECT min(CASE WHEN l.inserted THEN customers_orders.first_at ELSE first.occurred_at END)
+                           FROM linked l
                           CROSS JOIN LATERAL (SELECT t.occurred_at FROM touchpoints t
                                                WHERE t.client_id = $1 AND t.environment = $2 AND t.visitor_id = l.visitor_id
-                                               ORDER BY t.occurred_at LIMIT 1) AS first`;
+                                               ORDER BY t.occurred_at LIMIT 1) AS first
+                          CROSS JOIN LATERAL (SELECT min(o.time_of_purchase) AS first_at FROM orders o
+                                               WHERE o.client_id = $1 AND o.environment = $2 AND o.time_of_purchase >= first.occurred_at
+                                                 AND o.customer_id = coalesce(l.customer_id, (SELECT p.customer_id FROM orders p
+                                                                                               WHERE p.client_id = $1 AND p.environment = $2 AND p.order_id = l.order_id))) AS customers_orders`;
 
 export function createTouchpointRepository(db: Database) {
   /**
