@@ -186,7 +186,7 @@ test('the keeper computes again in the background the days a write made stale: t
     (await service.db.query<{ n: number }>('SELECT count(*)::int AS n FROM attribution_changes WHERE client_id = $1', [kept.client_id]))[0]!.n;
   const before = await keptDays(kept, 'linear/7/cash');
   assert.equal(before.size, 10);
-  const keeper = startKeptTotalsKeeper({ db: service.db, intervalMs: 20, keepAheadDays: 0 });
+  const keeper = startKeptTotalsKeeper({ db: service.db, intervalMs: 20, keepersDays: 10, clock: () => new Date('2024-03-11T12:00:00Z') });
   try {
     // Noon of 5 March in Tokyo, the client's zone since the first test.
     await write('POST', '/v1/touchpoints', { data: [touch('keeper-late', '2024-03-05T03:00:00Z', { customer: 'c1' }, meta('spring'))] });

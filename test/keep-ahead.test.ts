@@ -17,7 +17,8 @@ const service = await startService();
 after(() => service.close());
 const app = service.production;
 const ZONE = 'America/New_York';
-const DAYS = 10;
+/** More than the keeper's piece of 30 days: two pieces. */
+const DAYS = 40;
 const now = new Date();
 const today = localToday(ZONE, now);
 /** Noon of the local day `days` before today, as an instant (New York is 4 or 5 hours behind UTC). */
@@ -41,7 +42,7 @@ async function clientWithData(name: string, port = app): Promise<TestClient> {
     '/v1/touchpoints',
     {
       data: [
-        { touchpoint_id: 't1', occurred_at: noonBefore(40), customer_id: 'c1', ...meta('autumn') },
+        { touchpoint_id: 't1', occurred_at: noonBefore(50), customer_id: 'c1', ...meta('autumn') },
         { touchpoint_id: 't2', occurred_at: noonBefore(6), customer_id: 'c1', ...meta('spring') },
         { touchpoint_id: 't3', occurred_at: noonBefore(4), customer_id: 'c1', utm_source: 'newsletter', utm_medium: 'email' },
         { touchpoint_id: 't4', occurred_at: noonBefore(3), visitor_id: 'v2', customer_id: 'c2', ...meta('spring') },
@@ -70,8 +71,8 @@ const lastDays = Array.from({ length: DAYS }, (_, n) => addDays(today, n - DAYS)
 
 const due = async (at: Date) => (await service.db.query<{ client_id: string }>(DUE_AHEAD, [at.toISOString()])).map((row) => row.client_id);
 
-const report = async (client: TestClient, model: string, window = String(KEPT_AHEAD.window)) => {
-  const query = { start_date: lastDays[0]!, end_date: lastDays.at(-1)!, granularity: 'DAILY', level: 'campaign', metrics: 'spend,rev,txns,revFt,visits,newVisits', model, window, mode: KEPT_AHEAD.accountingMode };
+const report = async (client: TestClient, model: string, window = String(KEPT_AHEAD.window), days = lastDays) => {
+  const query = { start_date: days[0]!, end_date: days.at(-1)!, granularity: 'DAILY', level: 'campaign', metrics: 'spend,rev,txns,revFt,visits,newVisits', model, window, mode: KEPT_AHEAD.accountingMode };
   return (await call(client, 'GET', `/v1/reports/performance?${new URLSearchParams(query)}`)).json() as { rows: Record<string, unknown>[] };
 };
 async function wipeKeptTotals(client: TestClient) {
@@ -119,7 +120,7 @@ test('every model of the last days is kept ahead for the clients with production
 
 test('the keeper keeps them ahead in the background, and computes every model again after a late write', async () => {
   const other = await clientWithData('kept by the keeper');
-  const keeper = startKeptTotalsKeeper({ db: service.db, intervalMs: 20, keepAheadDays: DAYS });
+  const keeper = startKeptTotalsKeeper({ db: service.db, intervalMs: 20, keepersDays: DAYS });
   const waitFor = async (what: string, done: () => Promise<boolean>) => {
     for (let waited = 0; !(await done()); waited += 20) {
       assert.ok(waited < 30_000, what);
@@ -149,4 +150,35 @@ test('the keeper keeps them ahead in the background, and computes every model ag
   const fromKept = await report(other, 'position_based');
   await wipeKeptTotals(other);
   assert.deepEqual(await report(other, 'position_based'), fromKept);
+});
+
+test("keeping ahead computes again the other kept days a write changed, drops those before the keeper's days, and starts over in a new zone", async () => {
+  const client = await clientWithData('changes and zones');
+  const tenant = tenantOf(client);
+  const older = Array.from({ length: 5 }, (_, n) => addDays(today, n - DAYS - 10));
+  await keepAhead(service.db, tenant, ZONE, { days: DAYS, now });
+  await report(client, 'linear', '14');
+  await report(client, 'linear', '30', older);
+  assert.equal((await keptDays(client, 'linear/30/cash')).size, DAYS + older.length);
+
+  const before = await keptDays(client, 'linear/14/cash');
+  await call(client, 'POST', '/v1/touchpoints', { data: [{ touchpoint_id: 'late', occurred_at: noonBefore(5), customer_id: 'c1', platform_name: 'google', campaign_id: 'search' }] });
+  await keepAhead(service.db, tenant, ZONE, { days: DAYS, now: new Date(now.getTime() + 86_400_000) });
+  const after = await keptDays(client, 'linear/14/cash');
+  const tomorrowsDays = lastDays.slice(1);
+  assert.deepEqual([...after.keys()], tomorrowsDays, "the changed days of another window computed again; the one before tomorrow's days dropped");
+  for (const day of tomorrowsDays) {
+    if (day < addDays(today, -5)) assert.equal(after.get(day), before.get(day), `${day} kept`);
+    else assert.notEqual(after.get(day), before.get(day), `${day} computed again`);
+  }
+  assert.deepEqual([...(await keptDays(client, 'linear/30/cash')).keys()], [...tomorrowsDays, today], 'the older days asked dropped');
+  const changes = await service.db.query('SELECT FROM attribution_changes WHERE client_id = $1', [client.client_id]);
+  assert.equal(changes.length, 0);
+
+  const zone = await app.inject({ method: 'PATCH', url: `/admin/v1/clients/${client.client_id}`, headers: { authorization: `Bearer ${ADMIN_TOKEN}` }, payload: { time_zone: 'Asia/Tokyo' } });
+  assert.equal(zone.statusCode, 200, zone.body);
+  const tokyoDays = Array.from({ length: 3 }, (_, n) => addDays(localToday('Asia/Tokyo', now), n - 3));
+  await report(client, 'linear', '30', tokyoDays);
+  assert.ok((await due(now)).includes(client.client_id), "the days kept ahead were another zone's: due again");
+  assert.deepEqual([...(await keptDays(client, 'first_touch/30/cash')).keys()], [], "the other zone's days are gone");
 });

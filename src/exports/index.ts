@@ -43,11 +43,11 @@ export function startExports(config: Config, db: Database, logger?: Logger): Exp
     intervalMs: RETENTION_INTERVAL_MS,
     logger: exportsLogger,
   });
-  const keeper = startKeptTotalsKeeper({ db, intervalMs: KEEPER_INTERVAL_MS, keepAheadDays: config.keepAheadDays, logger: exportsLogger });
+  const keeper = config.keepAheadDays > 0 ? startKeptTotalsKeeper({ db, intervalMs: KEEPER_INTERVAL_MS, keepersDays: config.keepAheadDays, logger: exportsLogger }) : undefined;
   return {
     ready: worker.ready,
     stop: async () => {
-      await Promise.all([worker.stop(), retention.stop(), keeper.stop()]);
+      await Promise.all([worker.stop(), retention.stop(), keeper?.stop()]);
     },
   };
 }

@@ -4,20 +4,22 @@ import type { Environment, Tenant } from '../auth/tenant.js';
 import type { Database } from '../db/index.js';
 import { startPeriodic } from '../periodic.js';
 import { KEPT_VISITS, combinationOfKeptTotals, type AttributionCombination } from './attributed-rows.js';
-import { dropChangedDays, keepMissingDays, type KeptTotalsAsked } from './daily-totals.js';
+import { dropChangedDays, dropKeptDaysBefore, keepMissingDays, type KeptTotalsAsked } from './daily-totals.js';
 import { addDays, localToday } from './period.js';
 import { inRowsTransaction } from './rows.js';
 
 /*
  * Kept daily totals (daily-totals.ts) are computed when a report first asks for them, and made
  * stale by writes; either way the report's reader waits: 8 s for a month at the attribution
- * benchmark's scale. The keeper does that work in the background instead:
+ * benchmark's scale. The keeper does that work in the background instead, over the last days of
+ * each client's zone (KEEP_AHEAD_DAYS, "the keeper's days"):
  *
- * - for the clients whose kept totals have a change noted, it computes again the days each
- *   combination had kept, from the first to the last, so that the next report reads them;
- * - once a day of each client's zone, for every client with orders or touchpoints, it keeps
- *   the days of the dashboard's window and accounting mode ahead, for every model, so that the
- *   dashboard opens, and switches models, on kept days.
+ * - for the clients whose kept totals have a change noted, it drops what the change reaches and
+ *   computes again the kept days among the keeper's days, so that the next report reads them;
+ *   older ones are left to the report that asks for them;
+ * - once a day of each client's zone, for every client with production orders or touchpoints, it
+ *   drops the kept days before the keeper's days and keeps those of the dashboard's window and
+ *   mode ahead, for every model, so that the dashboard opens, and switches models, on kept days.
  *
  * It works under the client's lock, as reports do, a piece of days at a time: a report arriving
  * meanwhile waits for the piece, then reads.
@@ -27,6 +29,20 @@ import { inRowsTransaction } from './rows.js';
 export const KEPT_AHEAD = { window: 30, accountingMode: 'cash' } as const satisfies Omit<AttributionCombination, 'model' | 'modelAsked'>;
 /** The most days computed in one transaction, holding the client's lock. */
 const PIECE_DAYS = 30;
+/** How often the clients due to be kept ahead are looked for (they are due once a day). */
+const DUE_LOOKED_FOR_EVERY_MS = 5 * 60_000;
+/** How long a client whose days could not be kept ahead waits before it is tried again. */
+const RETRY_AFTER_MS = 15 * 60_000;
+
+/** The keeper's days of a client: the last `days` local days of its zone before `now`'s day. */
+export interface KeepersDays {
+  days: number;
+  now: Date;
+}
+const keepersDays = (timeZone: string, { days, now }: KeepersDays) => {
+  const today = localToday(timeZone, now);
+  return { from: addDays(today, -days), to: today };
+};
 
 /** Computes the kept days `asked` lacks, a piece of days at a time, the latest first. */
 async function keepInPieces(db: Database, asked: KeptTotalsAsked, signal?: AbortSignal): Promise<void> {
@@ -40,17 +56,18 @@ async function keepInPieces(db: Database, asked: KeptTotalsAsked, signal?: Abort
 }
 
 /**
- * Drops the kept days of a client that its writes since may have changed, and computes them
- * again: each combination over the local days from the first to the last it had kept, together
- * with the combinations kept over the same days (those kept ahead).
+ * Drops the kept days of a client that its writes since may have changed, and computes again those
+ * among the keeper's days: each combination from the first to the last day it had kept there,
+ * together with the combinations kept over the same days (those kept ahead).
  */
-export async function refreshKeptTotals(db: Database, tenant: Tenant, timeZone: string, signal?: AbortSignal): Promise<void> {
+export async function refreshKeptTotals(db: Database, tenant: Tenant, timeZone: string, keepers: KeepersDays, signal?: AbortSignal): Promise<void> {
+  const { from: since } = keepersDays(timeZone, keepers);
   const kept = await db.query<{ from: string; to: string; totals: string[] }>(
     `SELECT "from", "to", array_agg(totals ORDER BY totals) AS totals
        FROM (SELECT totals, to_char(min(day), 'YYYY-MM-DD') AS "from", to_char(max(day) + 1, 'YYYY-MM-DD') AS "to"
-               FROM attribution_days WHERE client_id = $1 AND environment = $2 AND totals <> $3 GROUP BY totals) AS ranges
+               FROM attribution_days WHERE client_id = $1 AND environment = $2 AND totals <> $3 AND day >= $4::date GROUP BY totals) AS ranges
       GROUP BY "from", "to" ORDER BY "to" DESC, "from"`,
-    [tenant.clientId, tenant.environment, KEPT_VISITS],
+    [tenant.clientId, tenant.environment, KEPT_VISITS, since],
   );
   await dropChangedDays(db, { tenant, timeZone });
   for (const { totals, from, to } of kept) {
@@ -59,18 +76,23 @@ export async function refreshKeptTotals(db: Database, tenant: Tenant, timeZone: 
 }
 
 /**
- * Keeps the last `days` local days before `now`'s day (the dashboard's "last N days" end
- * yesterday) of KEPT_AHEAD's window and mode, every model, and notes the day it was done.
+ * Brings the client's kept days up to date (refreshKeptTotals), drops those before the keeper's
+ * days, keeps the keeper's days of KEPT_AHEAD's window and mode for every model, and notes the
+ * day it was done, unless the client's zone changed meanwhile.
  */
-export async function keepAhead(db: Database, tenant: Tenant, timeZone: string, { days, now }: { days: number; now: Date }, signal?: AbortSignal): Promise<void> {
-  const today = localToday(timeZone, now);
+export async function keepAhead(db: Database, tenant: Tenant, timeZone: string, keepers: KeepersDays, signal?: AbortSignal): Promise<void> {
+  const period = keepersDays(timeZone, keepers);
   const combinations = MODEL_IDS.map((model) => ({ model, modelAsked: model, ...KEPT_AHEAD }));
-  // The writes that made the client due are noted as changes: what they reach goes first, so that
-  // the days computed now are not dropped again by the next report.
-  await dropChangedDays(db, { tenant, timeZone });
-  await keepInPieces(db, { tenant, timeZone, combinations, period: { kind: 'days', from: addDays(today, -days), to: today } }, signal);
+  await refreshKeptTotals(db, tenant, timeZone, keepers, signal);
+  await dropKeptDaysBefore(db, { tenant, timeZone }, period.from);
+  await keepInPieces(db, { tenant, timeZone, combinations, period: { kind: 'days', ...period } }, signal);
   if (signal?.aborted) return;
-  await db.query('UPDATE attribution_totals_kept SET kept_ahead_on = $3 WHERE client_id = $1 AND environment = $2', [tenant.clientId, tenant.environment, today]);
+  await db.query('UPDATE attribution_totals_kept SET kept_ahead_on = $3 WHERE client_id = $1 AND environment = $2 AND time_zone = $4', [
+    tenant.clientId,
+    tenant.environment,
+    period.to,
+    timeZone,
+  ]);
 }
 
 /**
@@ -92,37 +114,53 @@ export const DUE_AHEAD = `
           OR EXISTS (SELECT FROM orders o WHERE o.client_id = c.client_id AND o.environment = 'production'))`;
 
 /**
- * Every `intervalMs`, refreshes every client's stale kept totals, then keeps `keepAheadDays` ahead
- * for the clients due (none when 0), one client at a time; a client that fails is logged and tried
- * at the next pass. Stopping ends a pass at the next piece of days.
+ * Every `intervalMs`, refreshes every client's stale kept totals; every few minutes, keeps the
+ * days of the clients due ahead, one client at a time, refreshing stale ones between them (a
+ * client's first days ahead take tens of seconds at the benchmark's scale). A client that fails
+ * is logged, and tried again at a later pass. Stopping ends a pass at the next piece of days.
+ * `clock` is the time the keeper's days end at (tests set it).
  */
 export function startKeptTotalsKeeper({
   db,
   intervalMs,
-  keepAheadDays,
+  keepersDays: days,
+  clock = () => new Date(),
   logger,
 }: {
   db: Database;
   intervalMs: number;
-  keepAheadDays: number;
+  keepersDays: number;
+  clock?: () => Date;
   logger?: Logger;
 }): { stop(): Promise<void> } {
+  let dueLookedForAt = -Infinity;
+  /** Clients whose keeping ahead failed, and when they may be tried again. */
+  const failedUntil = new Map<string, number>();
   const failed = (client_id: string) => (error: unknown) => logger?.error({ err: error, client_id }, 'kept totals could not be computed');
   return startPeriodic(
     intervalMs,
     async (signal) => {
-      const stale = await db.query<{ client_id: string; environment: Environment; time_zone: string }>(STALE_KEPT_TOTALS);
-      for (const { client_id, environment, time_zone } of stale) {
-        if (signal.aborted) return;
-        await refreshKeptTotals(db, { clientId: client_id, environment, dryRun: false }, time_zone, signal).catch(failed(client_id));
-      }
-      if (keepAheadDays === 0) return;
-      const now = new Date();
-      const due = await db.query<{ client_id: string; time_zone: string }>(DUE_AHEAD, [now.toISOString()]);
+      const refreshStale = async () => {
+        const stale = await db.query<{ client_id: string; environment: Environment; time_zone: string }>(STALE_KEPT_TOTALS);
+        for (const { client_id, environment, time_zone } of stale) {
+          if (signal.aborted) return;
+          await refreshKeptTotals(db, { clientId: client_id, environment, dryRun: false }, time_zone, { days, now: clock() }, signal).catch(failed(client_id));
+        }
+      };
+      await refreshStale();
+      if (Date.now() - dueLookedForAt < DUE_LOOKED_FOR_EVERY_MS) return;
+      dueLookedForAt = Date.now();
+      const due = await db.query<{ client_id: string; time_zone: string }>(DUE_AHEAD, [clock().toISOString()]);
       for (const { client_id, time_zone } of due) {
         if (signal.aborted) return;
+        if ((failedUntil.get(client_id) ?? 0) > Date.now()) continue;
+        failedUntil.delete(client_id);
         const tenant: Tenant = { clientId: client_id, environment: 'production', dryRun: false };
-        await keepAhead(db, tenant, time_zone, { days: keepAheadDays, now }, signal).catch(failed(client_id));
+        await keepAhead(db, tenant, time_zone, { days, now: clock() }, signal).catch((error: unknown) => {
+          failedUntil.set(client_id, Date.now() + RETRY_AFTER_MS);
+          failed(client_id)(error);
+        });
+        await refreshStale();
       }
     },
     (error) => logger?.error({ err: error }, 'the clients with kept totals to compute could not be listed'),
