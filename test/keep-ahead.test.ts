@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import { after, test } from 'node:test';
+import type { Logger } from 'pino';
 import { MODEL_IDS } from '../src/attribution/models.js';
 import type { Tenant } from '../src/auth/tenant.js';
 import { DUE_AHEAD, KEPT_AHEAD, keepAhead, startKeptTotalsKeeper } from '../src/exports/keeper.js';
@@ -181,4 +182,39 @@ test("keeping ahead computes again the other kept days a write changed, drops th
   await report(client, 'linear', '30', tokyoDays);
   assert.ok((await due(now)).includes(client.client_id), "the days kept ahead were another zone's: due again");
   assert.deepEqual([...(await keptDays(client, 'first_touch/30/cash')).keys()], [], "the other zone's days are gone");
+});
+
+test('a client whose kept totals cannot be computed is logged and left alone for a while; the others are kept', async () => {
+  const [failing, healthy] = [await clientWithData('fails'), await clientWithData('healthy')];
+  // Both are kept ahead (so that the keeper's first pass has only stale refreshes to do), then changed.
+  for (const client of [failing, healthy]) {
+    await keepAhead(service.db, tenantOf(client), ZONE, { days: DAYS, now });
+    await call(client, 'POST', '/v1/touchpoints', { data: [{ touchpoint_id: 'late', occurred_at: noonBefore(5), customer_id: 'c1' }] });
+  }
+  const failingDb = new Proxy(service.db, {
+    get: (db, property) =>
+      property === 'query'
+        ? (sql: string, params?: unknown[]) => (params?.[0] === failing.client_id ? Promise.reject(new Error('statement timeout')) : db.query(sql, params))
+        : Reflect.get(db, property),
+  });
+  const errors: { client_id?: string }[] = [];
+  const logger = { error: (fields: { client_id?: string }) => errors.push(fields) } as unknown as Logger;
+  const keeper = startKeptTotalsKeeper({ db: failingDb, intervalMs: 10, keepersDays: DAYS, logger });
+  const changesNoted = async (client: TestClient) =>
+    (await service.db.query('SELECT FROM attribution_changes WHERE client_id = $1', [client.client_id])).length;
+  try {
+    for (let waited = 0; (await changesNoted(healthy)) > 0; waited += 20) {
+      assert.ok(waited < 30_000, 'the healthy client was refreshed');
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    await new Promise((resolve) => setTimeout(resolve, 300)); // dozens of passes more
+  } finally {
+    await keeper.stop();
+  }
+  assert.deepEqual(
+    errors.map((error) => error.client_id),
+    [failing.client_id],
+    'logged once, not at every pass',
+  );
+  assert.ok((await changesNoted(failing)) > 0, "the failing client's change is still noted, for its next report");
 });

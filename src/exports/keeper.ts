@@ -31,7 +31,7 @@ export const KEPT_AHEAD = { window: 30, accountingMode: 'cash' } as const satisf
 const PIECE_DAYS = 30;
 /** How often the clients due to be kept ahead are looked for (they are due once a day). */
 const DUE_LOOKED_FOR_EVERY_MS = 5 * 60_000;
-/** How long a client whose days could not be kept ahead waits before it is tried again. */
+/** How long a client whose kept totals could not be computed (a statement past DATABASE_QUERY_TIMEOUT_MS) is left alone. */
 const RETRY_AFTER_MS = 15 * 60_000;
 
 /** The keeper's days of a client: the last `days` local days of its zone before `now`'s day. */
@@ -117,7 +117,7 @@ export const DUE_AHEAD = `
  * Every `intervalMs`, refreshes every client's stale kept totals; every few minutes, keeps the
  * days of the clients due ahead, one client at a time, refreshing stale ones between them (a
  * client's first days ahead take tens of seconds at the benchmark's scale). A client that fails
- * is logged, and tried again at a later pass. Stopping ends a pass at the next piece of days.
+ * is logged, and left alone for RETRY_AFTER_MS. Stopping ends a pass at the next piece of days.
  * `clock` is the time the keeper's days end at (tests set it).
  */
 export function startKeptTotalsKeeper({
@@ -134,9 +134,17 @@ export function startKeptTotalsKeeper({
   logger?: Logger;
 }): { stop(): Promise<void> } {
   let dueLookedForAt = -Infinity;
-  /** Clients whose keeping ahead failed, and when they may be tried again. */
+  /** Clients whose kept totals could not be computed, and when they may be tried again. */
   const failedUntil = new Map<string, number>();
-  const failed = (client_id: string) => (error: unknown) => logger?.error({ err: error, client_id }, 'kept totals could not be computed');
+  /** Runs `work` for the client unless it failed lately; a failure is logged, and the client left alone for a while. */
+  const attempt = async (client_id: string, work: () => Promise<void>) => {
+    if ((failedUntil.get(client_id) ?? 0) > Date.now()) return;
+    failedUntil.delete(client_id);
+    await work().catch((error: unknown) => {
+      failedUntil.set(client_id, Date.now() + RETRY_AFTER_MS);
+      logger?.error({ err: error, client_id }, 'kept totals could not be computed');
+    });
+  };
   return startPeriodic(
     intervalMs,
     async (signal) => {
@@ -144,7 +152,8 @@ export function startKeptTotalsKeeper({
         const stale = await db.query<{ client_id: string; environment: Environment; time_zone: string }>(STALE_KEPT_TOTALS);
         for (const { client_id, environment, time_zone } of stale) {
           if (signal.aborted) return;
-          await refreshKeptTotals(db, { clientId: client_id, environment, dryRun: false }, time_zone, { days, now: clock() }, signal).catch(failed(client_id));
+          const tenant: Tenant = { clientId: client_id, environment, dryRun: false };
+          await attempt(client_id, () => refreshKeptTotals(db, tenant, time_zone, { days, now: clock() }, signal));
         }
       };
       await refreshStale();
@@ -153,13 +162,8 @@ export function startKeptTotalsKeeper({
       const due = await db.query<{ client_id: string; time_zone: string }>(DUE_AHEAD, [clock().toISOString()]);
       for (const { client_id, time_zone } of due) {
         if (signal.aborted) return;
-        if ((failedUntil.get(client_id) ?? 0) > Date.now()) continue;
-        failedUntil.delete(client_id);
         const tenant: Tenant = { clientId: client_id, environment: 'production', dryRun: false };
-        await keepAhead(db, tenant, time_zone, { days, now: clock() }, signal).catch((error: unknown) => {
-          failedUntil.set(client_id, Date.now() + RETRY_AFTER_MS);
-          failed(client_id)(error);
-        });
+        await attempt(client_id, () => keepAhead(db, tenant, time_zone, { days, now: clock() }, signal));
         await refreshStale();
       }
     },
