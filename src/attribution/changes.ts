@@ -12,10 +12,11 @@
  *
  * - a touchpoint inserted: its occurred_at (orders after it may have it in their path; it may be
  *   its visitor's first visit); replaced: -infinity, since its earlier values are not read back;
- * - an identity link made: the first order of its customer placed from the visitor's first
- *   touchpoint on (those orders' paths take in the visitor's touchpoints), none if it has none;
- *   changed: the first touchpoint of the visitor (the orders of the old customer too, which the
- *   write does not read back); sent again as it is: nothing;
+ * - an identity link made to a customer: the first order of that customer placed from the
+ *   visitor's first touchpoint on (those orders' paths take in the visitor's touchpoints), none
+ *   if it has none; made through an order, or changed: the first touchpoint of the visitor (the
+ *   order's customer may be written concurrently, unseen by either write; a changed link's old
+ *   customer is not read back); sent again as it is: nothing;
  * - an order written: the earliest of its time of purchase before (read under the row's lock,
  *   not from the statement's snapshot, which a concurrent write may have overtaken) and after,
  *   and of the first touchpoint of the visitors linked through it (their touchpoints become its

@@ -91,23 +91,25 @@ const linkedCte = (body: string, at: string) => `linked AS (
 const linksSent = (body: string) => `jsonb_array_length(${body}::jsonb -> 'data')`;
 /**
  * The attribution change of `linked`. A visitor's touchpoints are in the paths of its customer's
- * orders placed from its first touchpoint on: a new link changes those of the customer it links
- * to (through an order: that order's customer, none while the order has not arrived, whose write
- * notes its own change), so it notes the first of them, or nothing when there is none (a shop's
- * customer signing in before buying). A changed link also changes the orders of the customer it
- * linked to before, whose earlier value the upsert does not return: it notes the visitor's first
- * touchpoint. One probe of touchpoints_by_visitor a visitor, and one of orders_by_customer (as a
- * join, it was planned as a scan of every touchpoint, the links' count being unknown to the planner).
+ * orders placed from its first touchpoint on: a new link to a customer changes those orders, so
+ * it notes the first of them, or nothing when there is none (a shop's customer signing in before
+ * buying). A concurrent order of that customer, unseen by this statement's snapshot, notes its
+ * own purchase. A link through an order notes the visitor's first touchpoint: the order's customer
+ * read here may be overtaken by a concurrent write of the order (its arrival, or a new customer),
+ * whose own snapshot does not see this link either, so neither would note the customer's other
+ * orders. A changed link also changes the orders of the customer it linked to before, whose
+ * earlier value the upsert does not return: it notes the visitor's first touchpoint. One probe of
+ * touchpoints_by_visitor a visitor, and one of orders_by_customer (as a join, it was planned as a
+ * scan of every touchpoint, the links' count being unknown to the planner).
  */
-const LINKED_EARLIEST = `SELECT min(CASE WHEN l.inserted THEN customers_orders.first_at ELSE first.occurred_at END)
+const LINKED_EARLIEST = `SELECT min(CASE WHEN l.inserted AND l.customer_id IS NOT NULL THEN customers_orders.first_at ELSE first.occurred_at END)
                            FROM linked l
                           CROSS JOIN LATERAL (SELECT t.occurred_at FROM touchpoints t
                                                WHERE t.client_id = $1 AND t.environment = $2 AND t.visitor_id = l.visitor_id
                                                ORDER BY t.occurred_at LIMIT 1) AS first
                           CROSS JOIN LATERAL (SELECT min(o.time_of_purchase) AS first_at FROM orders o
                                                WHERE o.client_id = $1 AND o.environment = $2 AND o.time_of_purchase >= first.occurred_at
-                                                 AND o.customer_id = coalesce(l.customer_id, (SELECT p.customer_id FROM orders p
-                                                                                               WHERE p.client_id = $1 AND p.environment = $2 AND p.order_id = l.order_id))) AS customers_orders`;
+                                                 AND o.customer_id = l.customer_id) AS customers_orders`;
 
 export function createTouchpointRepository(db: Database) {
   /**
