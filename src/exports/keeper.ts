@@ -39,7 +39,7 @@ export interface KeepersDays {
   days: number;
   now: Date;
 }
-const keepersDays = (timeZone: string, { days, now }: KeepersDays) => {
+const keepersPeriod = (timeZone: string, { days, now }: KeepersDays) => {
   const today = localToday(timeZone, now);
   return { from: addDays(today, -days), to: today };
 };
@@ -61,7 +61,7 @@ async function keepInPieces(db: Database, asked: KeptTotalsAsked, signal?: Abort
  * together with the combinations kept over the same days (those kept ahead).
  */
 export async function refreshKeptTotals(db: Database, tenant: Tenant, timeZone: string, keepers: KeepersDays, signal?: AbortSignal): Promise<void> {
-  const { from: since } = keepersDays(timeZone, keepers);
+  const { from: since } = keepersPeriod(timeZone, keepers);
   const kept = await db.query<{ from: string; to: string; totals: string[] }>(
     `SELECT "from", "to", array_agg(totals ORDER BY totals) AS totals
        FROM (SELECT totals, to_char(min(day), 'YYYY-MM-DD') AS "from", to_char(max(day) + 1, 'YYYY-MM-DD') AS "to"
@@ -81,7 +81,7 @@ export async function refreshKeptTotals(db: Database, tenant: Tenant, timeZone: 
  * day it was done, unless the client's zone changed meanwhile.
  */
 export async function keepAhead(db: Database, tenant: Tenant, timeZone: string, keepers: KeepersDays, signal?: AbortSignal): Promise<void> {
-  const period = keepersDays(timeZone, keepers);
+  const period = keepersPeriod(timeZone, keepers);
   const combinations = MODEL_IDS.map((model) => ({ model, modelAsked: model, ...KEPT_AHEAD }));
   await refreshKeptTotals(db, tenant, timeZone, keepers, signal);
   await dropKeptDaysBefore(db, { tenant, timeZone }, period.from);
@@ -134,15 +134,19 @@ export function startKeptTotalsKeeper({
   logger?: Logger;
 }): { stop(): Promise<void> } {
   let dueLookedForAt = -Infinity;
-  /** Clients whose kept totals could not be computed, and when they may be tried again. */
+  /** Work that failed (its kind, client and environment), and when it may be tried again. */
   const failedUntil = new Map<string, number>();
-  /** Runs `work` for the client unless it failed lately; a failure is logged, and the client left alone for a while. */
-  const attempt = async (client_id: string, work: () => Promise<void>) => {
-    if ((failedUntil.get(client_id) ?? 0) > Date.now()) return;
-    failedUntil.delete(client_id);
+  /**
+   * Runs `work` unless the same work failed lately; a failure is logged, and that work left alone
+   * for a while (a client's refreshes after writes go on when its heavier keeping ahead fails).
+   */
+  const attempt = async (kind: 'refresh' | 'ahead', tenant: Tenant, work: () => Promise<void>) => {
+    const key = `${kind}:${tenant.clientId}:${tenant.environment}`;
+    if ((failedUntil.get(key) ?? 0) > Date.now()) return;
+    failedUntil.delete(key);
     await work().catch((error: unknown) => {
-      failedUntil.set(client_id, Date.now() + RETRY_AFTER_MS);
-      logger?.error({ err: error, client_id }, 'kept totals could not be computed');
+      failedUntil.set(key, Date.now() + RETRY_AFTER_MS);
+      logger?.error({ err: error, client_id: tenant.clientId, environment: tenant.environment, work: kind }, 'kept totals could not be computed');
     });
   };
   return startPeriodic(
@@ -153,7 +157,7 @@ export function startKeptTotalsKeeper({
         for (const { client_id, environment, time_zone } of stale) {
           if (signal.aborted) return;
           const tenant: Tenant = { clientId: client_id, environment, dryRun: false };
-          await attempt(client_id, () => refreshKeptTotals(db, tenant, time_zone, { days, now: clock() }, signal));
+          await attempt('refresh', tenant, () => refreshKeptTotals(db, tenant, time_zone, { days, now: clock() }, signal));
         }
       };
       await refreshStale();
@@ -163,7 +167,7 @@ export function startKeptTotalsKeeper({
       for (const { client_id, time_zone } of due) {
         if (signal.aborted) return;
         const tenant: Tenant = { clientId: client_id, environment: 'production', dryRun: false };
-        await attempt(client_id, () => keepAhead(db, tenant, time_zone, { days, now: clock() }, signal));
+        await attempt('ahead', tenant, () => keepAhead(db, tenant, time_zone, { days, now: clock() }, signal));
         await refreshStale();
       }
     },
