@@ -86,7 +86,7 @@ const linkedCte = (body: string, at: string) => `linked AS (
   ON CONFLICT (client_id, environment, visitor_id) DO UPDATE SET
     customer_id = excluded.customer_id, order_id = excluded.order_id, linked_at = excluded.linked_at
    WHERE (i.customer_id, i.order_id) IS DISTINCT FROM (excluded.customer_id, excluded.order_id)
-  RETURNING visitor_id, customer_id, order_id, xmax = 0 AS inserted)`;
+  RETURNING visitor_id, customer_id, xmax = 0 AS inserted)`;
 /** How many links `body` sends, the answer's count whether or not they changed a link. */
 const linksSent = (body: string) => `jsonb_array_length(${body}::jsonb -> 'data')`;
 /**
