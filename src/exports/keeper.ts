@@ -49,7 +49,8 @@ async function keepInPieces(db: Database, asked: KeptTotalsAsked, signal?: Abort
   for (let to = asked.period.to; to > asked.period.from; ) {
     // A stopping process leaves the rest to the next keeper or report.
     if (signal?.aborted) return;
-    const from = [asked.period.from, addDays(to, -PIECE_DAYS)].sort().at(-1)!;
+    const pieceFrom = addDays(to, -PIECE_DAYS);
+    const from = pieceFrom > asked.period.from ? pieceFrom : asked.period.from;
     await inRowsTransaction(db, (tx) => keepMissingDays(tx, { ...asked, period: { kind: 'days', from, to } }));
     to = from;
   }

@@ -100,7 +100,8 @@ const linksSent = (body: string) => `jsonb_array_length(${body}::jsonb -> 'data'
  * orders. A changed link also changes the orders of the customer it linked to before, whose
  * earlier value the upsert does not return: it notes the visitor's first touchpoint. One probe of
  * touchpoints_by_visitor a visitor, and one of orders_by_customer (as a join, it was planned as a
- * scan of every touchpoint, the links' count being unknown to the planner).
+ * scan of every touchpoint, the links' count being unknown to the planner); the orders are probed
+ * for new links only.
  */
 const LINKED_EARLIEST = `SELECT min(CASE WHEN l.inserted AND l.customer_id IS NOT NULL THEN customers_orders.first_at ELSE first.occurred_at END)
                            FROM linked l
@@ -108,7 +109,7 @@ const LINKED_EARLIEST = `SELECT min(CASE WHEN l.inserted AND l.customer_id IS NO
                                                WHERE t.client_id = $1 AND t.environment = $2 AND t.visitor_id = l.visitor_id
                                                ORDER BY t.occurred_at LIMIT 1) AS first
                           CROSS JOIN LATERAL (SELECT min(o.time_of_purchase) AS first_at FROM orders o
-                                               WHERE o.client_id = $1 AND o.environment = $2 AND o.time_of_purchase >= first.occurred_at
+                                               WHERE l.inserted AND o.client_id = $1 AND o.environment = $2 AND o.time_of_purchase >= first.occurred_at
                                                  AND o.customer_id = l.customer_id) AS customers_orders`;
 
 export function createTouchpointRepository(db: Database) {
