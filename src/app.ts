@@ -25,8 +25,8 @@ import { healthRoutes } from './health.js';
 import { ApiError, registerErrorHandling, sendError } from './http/errors.js';
 import { registerJsonBody, registerQueryCheck } from './http/json-body.js';
 import { registerLingeringClose } from './http/lingering-close.js';
+import { serializerCompiler, validatorCompiler } from './http/schema-compilers.js';
 import { SECURITY_HEADERS } from './http/security-headers.js';
-import { createValidatorCompiler } from './http/request-validator.js';
 import { LEGACY_UPSERT, orderRoutes, orderUpsertRoute } from './orders/routes.js';
 import { pageRoutes } from './pages/routes.js';
 import { pixelRoutes } from './pixel/routes.js';
@@ -74,7 +74,8 @@ export async function buildApp({ config, db, environment, logger, rateLimits }: 
       sendError(reply.header('x-request-id', request.id), 400, 'The URL is malformed'),
   }).withTypeProvider<TypeBoxTypeProvider>();
 
-  app.setValidatorCompiler(createValidatorCompiler());
+  app.setValidatorCompiler(validatorCompiler);
+  app.setSerializerCompiler(serializerCompiler);
   registerJsonBody(app);
   registerLingeringClose(app);
   registerQueryCheck(app);
