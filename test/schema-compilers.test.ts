@@ -41,7 +41,7 @@ test('start-up compiles no schema; a first request compiles its own, once for bo
   const invalid = { data: [{ touchpoint_id: '', occurred_at: 'yesterday' }] };
   for (const app of [service.production, service.uat]) {
     const envelope = assertErrorEnvelope(await post(app, invalid), 422);
-    assert.deepEqual(envelope.errors.map((error) => error.loc).sort(), ['body/data/0/occurred_at', 'body/data/0/touchpoint_id', 'body/data/0/visitor_id']);
+    assert.deepEqual(envelope.errors!.map((error) => error.loc).sort(), ['body/data/0/occurred_at', 'body/data/0/touchpoint_id', 'body/data/0/visitor_id']);
   }
   const byInvalidRequests = compiled.length;
   assert.ok(byInvalidRequests > byFirstRequest);

@@ -45,6 +45,14 @@ async function listed(client: Headers, query: Record<string, string | number>, f
   return (response.json().data as Record<string, unknown>[]).map((item) => (fields.length === 1 ? item[fields[0]!] : fields.map((field) => item[field])));
 }
 
+/** The attribution change the client's writes noted since the last call (src/attribution/changes.ts), cleared. */
+async function notedChange(client: { client_id: string }): Promise<string | undefined> {
+  const rows = await service.db.query<{ earliest: string }>('SELECT min(earliest)::text AS earliest FROM attribution_changes WHERE client_id = $1 HAVING count(*) > 0', [client.client_id]);
+  await service.db.query('DELETE FROM attribution_changes WHERE client_id = $1', [client.client_id]);
+  if (!rows[0]) return undefined;
+  return rows[0].earliest === '-infinity' ? rows[0].earliest : new Date(rows[0].earliest).toISOString();
+}
+
 const stored = async (table: 'touchpoints' | 'identities', clientId: string) =>
   (await service.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${table} WHERE client_id = $1`, [clientId]))[0]!.n;
 
@@ -158,6 +166,24 @@ describe('POST /v1/touchpoints', () => {
     assert.match(duplicate.errors?.[0]?.msg ?? '', /Duplicate touchpoint_id/);
     assertErrorEnvelope(await service.production.inject({ method: 'POST', url: '/v1/touchpoints', headers: client.headers, payload: [visit('a')] }), 422);
     assert.equal(await stored('touchpoints', client.client_id), 0);
+  });
+
+  test('a write notes the earliest of its touchpoints and of the times they replaced: a batch sent again notes its own', async () => {
+    const client = await service.createClient();
+    const write = async (touchpoints: object[]) => {
+      expectCreated(await postTouchpoints(client, touchpoints));
+      return notedChange(client);
+    };
+    const [a, b] = [visit('a'), visit('b', { occurred_at: '2024-03-10T09:00:00Z' })];
+    assert.equal(await write([a, b]), '2024-03-08T09:00:00.000Z');
+    assert.equal(await write([b, a]), '2024-03-08T09:00:00.000Z', 'sent again: its own days, not every instant');
+    assert.equal(await write([{ ...b, occurred_at: '2024-03-05T09:00:00Z' }]), '2024-03-05T09:00:00.000Z', 'moved earlier: its new time');
+    assert.equal(await write([{ ...a, occurred_at: '2024-03-20T09:00:00Z' }]), '2024-03-08T09:00:00.000Z', 'moved later: the time it leaves');
+    assert.equal(
+      await write([visit('c', { occurred_at: '2024-03-15T09:00:00Z' }), { ...b, occurred_at: '2024-03-12T09:00:00Z' }]),
+      '2024-03-05T09:00:00.000Z',
+      'a new touchpoint and a moved one',
+    );
   });
 
   test('a customer_id alone is enough; type view is kept', async () => {
@@ -280,11 +306,7 @@ describe('POST /v1/identities', () => {
         visit('early', { visitor_id: 'visitor-3', occurred_at: '2024-03-01T09:00:00Z' }),
       ]),
     );
-    const noted = async () => {
-      const rows = await service.db.query<{ earliest: string }>('SELECT min(earliest)::text AS earliest FROM attribution_changes WHERE client_id = $1 HAVING count(*) > 0', [client.client_id]);
-      await service.db.query('DELETE FROM attribution_changes WHERE client_id = $1', [client.client_id]);
-      return rows[0] ? new Date(rows[0].earliest).toISOString() : undefined;
-    };
+    const noted = () => notedChange(client);
     assert.equal(await noted(), '2024-03-01T09:00:00.000Z', 'the touchpoints');
     const link = async (links: object[]) => expectCreated(await postIdentities(client, links));
 

@@ -11,7 +11,9 @@
  * What a write gives as its earliest instant:
  *
  * - a touchpoint inserted: its occurred_at (orders after it may have it in their path; it may be
- *   its visitor's first visit); replaced: -infinity, since its earlier values are not read back;
+ *   its visitor's first visit); replaced: the earlier of its occurred_at before (read from the
+ *   statement's snapshot) and after, -infinity when the snapshot does not hold it (a concurrent
+ *   request inserted it);
  * - an identity link made to a customer: the first order of that customer placed from the
  *   visitor's first touchpoint on (those orders' paths take in the visitor's touchpoints), none
  *   if it has none; made through an order, or changed: the first touchpoint of the visitor (the
