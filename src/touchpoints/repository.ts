@@ -67,24 +67,24 @@ const writtenCte = (json: string, at: string) => `written AS (
   ON CONFLICT (client_id, environment, touchpoint_id) DO UPDATE SET
     ${VALUES.map((name) => `${name} = excluded.${name}`).join(', ')},
     updated_at = greatest(t.updated_at, excluded.updated_at)
-  RETURNING xmax = 0 AS inserted, touchpoint_id, occurred_at)`;
+  RETURNING xmax = 0 AS inserted, xmin AS version, touchpoint_id, occurred_at)`;
 /**
  * The attribution change of `written`: the earliest of its touchpoints' times, and of the times
  * of those it replaced. A replaced touchpoint's earlier time is read from the statement's
  * snapshot, which the write's own rows are not in, for replaced rows only. A pipeline that sends a
  * batch again (a retry) so notes the batch's own days, where it used to note every instant and
- * drop every kept day of its client. A replaced row the snapshot does not hold was inserted by a
- * concurrent request meanwhile, at a time not read here: -infinity. Not covered: a concurrent
- * request that moves a touchpoint between this statement's snapshot and its write, when a report
- * reads in between and the moved time was earlier than both of these (the orders' note, read under
- * row locks, has the converse gap: a concurrent insert).
+ * drop every kept day of its client. The snapshot's row is the one this write replaced only if
+ * this write ended it (its xmax is the new row's xmin): one that a concurrent request replaced
+ * meanwhile, or one the snapshot does not hold (a concurrent request inserted it), had a time not
+ * read here, which a report may have kept days of: -infinity. One probe of the key a replaced
+ * row (LIMIT 1: a lateral subquery without it is made a join, which was planned as a scan of every
+ * touchpoint of the client, the batch's size being unknown to the planner).
  */
-const WRITTEN_EARLIEST = `SELECT least((SELECT min(occurred_at) FROM written),
-                                   (SELECT min(coalesce(replaced.occurred_at, '-infinity'))
-                                      FROM written w
-                                      LEFT JOIN LATERAL (SELECT t.occurred_at FROM touchpoints t
-                                                          WHERE t.client_id = $1 AND t.environment = $2 AND t.touchpoint_id = w.touchpoint_id) AS replaced ON true
-                                     WHERE NOT w.inserted))`;
+const WRITTEN_EARLIEST = `SELECT min(least(w.occurred_at, CASE WHEN NOT w.inserted THEN coalesce(replaced.occurred_at, '-infinity') END))
+                            FROM written w
+                            LEFT JOIN LATERAL (SELECT CASE WHEN t.xmax = w.version THEN t.occurred_at END AS occurred_at FROM touchpoints t
+                                                WHERE NOT w.inserted AND t.client_id = $1 AND t.environment = $2 AND t.touchpoint_id = w.touchpoint_id
+                                                LIMIT 1) AS replaced ON true`;
 const WRITTEN_COUNTS = 'SELECT count(*) FILTER (WHERE inserted)::int AS inserted, count(*) FILTER (WHERE NOT inserted)::int AS updated FROM written';
 
 /**

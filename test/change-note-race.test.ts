@@ -1,0 +1,104 @@
+import assert from 'node:assert/strict';
+import { after, test } from 'node:test';
+import type { Database, Queryable } from '../src/db/index.js';
+import { deriveTouchpoint, type DerivedTouchpoint, type TouchpointInput } from '../src/touchpoints/derive.js';
+import { createTouchpointRepository } from '../src/touchpoints/repository.js';
+import { minimalOrder, startService, type TestClient } from './helpers.js';
+
+/*
+ * Change notes (src/attribution/changes.ts) under concurrent writes and reports: a report that
+ * keeps days between two writes must not keep days that the later write then changes without
+ * its note reaching them. The writes are held open in transactions of their own, on connections
+ * whose change slots differ (a shared slot's row lock would order them). PostgreSQL only (PGlite
+ * has one connection).
+ */
+
+const service = await startService();
+after(() => service.close());
+const app = service.production;
+
+async function call(client: TestClient, method: 'POST' | 'GET', url: string, payload?: unknown) {
+  const response = await app.inject({ method, url, headers: client.headers, ...(payload === undefined ? {} : { payload: payload as object }) });
+  assert.ok(response.statusCode < 300, `${method} ${url}: ${response.body}`);
+  return response;
+}
+const QUERY = { start_date: '2024-03-01', end_date: '2024-03-10', granularity: 'DAILY', level: 'campaign', metrics: 'rev,txns,visits', model: 'linear', window: '7', mode: 'cash' };
+const report = async (client: TestClient) => (await call(client, 'GET', `/v1/reports/performance?${new URLSearchParams(QUERY)}`)).json();
+const visit = (occurred_at: string): TouchpointInput => ({ touchpoint_id: 'x', occurred_at, visitor_id: 'v', customer_id: 'c', platform_name: 'meta', campaign_id: 'spring' });
+const derived = (input: TouchpointInput) => deriveTouchpoint(input, {}) as DerivedTouchpoint;
+const tenantOf = (client: TestClient) => ({ clientId: client.client_id, environment: 'production' as const, dryRun: false });
+
+/** A transaction held open on a connection of its own until `commit` is called; `db` runs in it. */
+interface Held {
+  db: Database;
+  pid: number;
+  commit(): Promise<void>;
+}
+async function hold(): Promise<Held> {
+  let opened!: (held: { tx: Queryable; pid: number }) => void;
+  let release!: () => void;
+  const open = new Promise<{ tx: Queryable; pid: number }>((resolve) => (opened = resolve));
+  const released = new Promise<void>((resolve) => (release = resolve));
+  const done = service.db.transaction(async (tx) => {
+    const [{ pid }] = (await tx.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')) as [{ pid: number }];
+    opened({ tx, pid });
+    await released;
+  });
+  const { tx, pid } = await open;
+  const db = { ...service.db, kind: service.db.kind, query: tx.query.bind(tx), transaction: (work: (q: Queryable) => Promise<unknown>) => work(tx) } as unknown as Database;
+  return {
+    db,
+    pid,
+    commit: async () => {
+      release();
+      await done;
+    },
+  };
+}
+/**
+ * Held transactions whose connections' change slots (backend pid modulo 8) differ from each other
+ * and from `taken`; the spare ones opened to get them are committed.
+ */
+async function holdOnDistinctSlots(count: number, taken: number[] = []): Promise<Held[]> {
+  const chosen: Held[] = [];
+  const spare: Held[] = [];
+  while (chosen.length < count) {
+    const held = await hold();
+    (chosen.some((other) => other.pid % 8 === held.pid % 8) || taken.includes(held.pid % 8) ? spare : chosen).push(held);
+  }
+  for (const held of spare) await held.commit();
+  return chosen;
+}
+/** Resolves once another backend waits for a lock the backend `pid` holds. */
+async function waitingForALock(pid: number): Promise<void> {
+  while ((await service.db.query('SELECT FROM pg_stat_activity WHERE $1 = ANY (pg_blocking_pids(pid))', [pid])).length === 0) {
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+const order = minimalOrder('y', { customer_id: 'c', time_of_purchase: '2024-03-09T12:00:00Z', currency: 'USD', purchase_total: 50, products: [{ id: 'p', name: 'P', quantity: 1, price: 50 }] });
+
+test('a touchpoint moved by a concurrent request after this write\'s snapshot, a report keeping days in between: the days of the time it had meanwhile', { skip: service.db.kind !== 'postgres' }, async () => {
+  const [kept, fresh] = [await service.createClient('kept'), await service.createClient('fresh')];
+  for (const client of [kept, fresh]) {
+    await call(client, 'POST', '/v1/touchpoints', { data: [visit('2024-03-05T12:00:00Z')] });
+    await call(client, 'POST', '/v2/orders', [order]);
+  }
+  await report(kept); // keeps 1-10 March, the visit on the 5th
+
+  // kept: one request moves x to the 2nd and holds its transaction; another, to move it to the
+  // 7th, takes its snapshot (x on the 5th) and waits for x's lock. The first commits; the second
+  // writes and holds its transaction while a report keeps the days, x on the 2nd.
+  const [moving, resending] = await holdOnDistinctSlots(2);
+  await createTouchpointRepository(moving!.db).upsert(tenantOf(kept), [derived(visit('2024-03-02T12:00:00Z'))], new Date());
+  const resent = createTouchpointRepository(resending!.db).upsert(tenantOf(kept), [derived(visit('2024-03-07T12:00:00Z'))], new Date());
+  await waitingForALock(moving!.pid); // the resent write
+  await moving!.commit();
+  await resent;
+  await report(kept);
+  await resending!.commit();
+  // fresh: the same writes, one after the other.
+  await call(fresh, 'POST', '/v1/touchpoints', { data: [visit('2024-03-02T12:00:00Z')] });
+  await call(fresh, 'POST', '/v1/touchpoints', { data: [visit('2024-03-07T12:00:00Z')] });
+
+  assert.deepEqual(await report(kept), await report(fresh), 'kept totals equal totals computed afresh');
+});
