@@ -102,3 +102,34 @@ test('a touchpoint moved by a concurrent request after this write\'s snapshot, a
 
   assert.deepEqual(await report(kept), await report(fresh), 'kept totals equal totals computed afresh');
 });
+
+test('a write committed while a report drops the days changed before it: its note stays for the next report', { skip: service.db.kind !== 'postgres' }, async () => {
+  const [kept, fresh] = [await service.createClient('kept 2'), await service.createClient('fresh 2')];
+  for (const client of [kept, fresh]) {
+    await call(client, 'POST', '/v1/touchpoints', { data: [visit('2024-03-05T12:00:00Z')] });
+    await call(client, 'POST', '/v2/orders', [order]);
+  }
+  await report(kept); // keeps 1-10 March
+  const late = { ...visit('2024-03-09T18:00:00Z'), touchpoint_id: 'late' };
+  await call(kept, 'POST', '/v1/touchpoints', { data: [late] });
+  const slots = (await service.db.query<{ slot: number }>('SELECT slot FROM attribution_changes WHERE client_id = $1', [kept.client_id])).map((row) => row.slot);
+
+  // kept: a report reads the change (the 9th) and waits to drop the 10th, whose kept row a
+  // transaction holds; meanwhile a touchpoint on the 3rd is written and committed, its note in a
+  // slot of its own.
+  const [holder] = await holdOnDistinctSlots(1);
+  await holder!.db.query(`SELECT FROM attribution_days WHERE client_id = $1 AND day = '2024-03-10' FOR UPDATE`, [kept.client_id]);
+  const reading = report(kept);
+  await waitingForALock(holder!.pid); // the report
+  const [writing] = await holdOnDistinctSlots(1, slots);
+  const early = { ...visit('2024-03-03T12:00:00Z'), touchpoint_id: 'early' };
+  await createTouchpointRepository(writing!.db).upsert(tenantOf(kept), [derived(early)], new Date());
+  await writing!.commit();
+  await holder!.commit();
+  await reading;
+  // fresh: the same writes.
+  await call(fresh, 'POST', '/v1/touchpoints', { data: [late] });
+  await call(fresh, 'POST', '/v1/touchpoints', { data: [early] });
+
+  assert.deepEqual(await report(kept), await report(fresh), 'kept totals equal totals computed afresh');
+});

@@ -65,8 +65,8 @@ export function dropChangedDays(db: Database, { tenant, timeZone }: Pick<KeptTot
   return db.transaction(async (tx) => {
     const tenantParams = [tenant.clientId, tenant.environment];
     const keptZone = await lockKeptTotals(tx, tenant, timeZone);
-    const slots = await tx.query<{ earliest: string }>(
-      'SELECT earliest::text AS earliest FROM attribution_changes WHERE client_id = $1 AND environment = $2 FOR UPDATE',
+    const slots = await tx.query<{ slot: number; earliest: string }>(
+      'SELECT slot, earliest::text AS earliest FROM attribution_changes WHERE client_id = $1 AND environment = $2 FOR UPDATE',
       tenantParams,
     );
     if (slots.length === 0) return;
@@ -84,7 +84,12 @@ export function dropChangedDays(db: Database, { tenant, timeZone }: Pick<KeptTot
       }
     }
     await tx.query(`DELETE FROM attribution_visit_days WHERE client_id = $1 AND environment = $2 AND day >= ${from}`, [...tenantParams, change!.earliest, 0, keptZone]);
-    await tx.query('DELETE FROM attribution_changes WHERE client_id = $1 AND environment = $2', tenantParams);
+    // The slots read only: a write's note in a slot that had none is not locked by the read, and
+    // may have been committed since, its days not dropped.
+    await tx.query('DELETE FROM attribution_changes WHERE client_id = $1 AND environment = $2 AND slot = ANY ($3::int[])', [
+      ...tenantParams,
+      slots.map((slot) => slot.slot),
+    ]);
   });
 }
 
