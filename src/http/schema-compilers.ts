@@ -14,11 +14,15 @@ import { createValidatorCompiler } from './request-validator.js';
  * - when a first request needs it, not at start-up: a route never called costs nothing, and the
  *   garbage of one compilation (up to 10 MB, in 10 to 25 ms) is collected with the request's.
  *
- * test/schema-compilers.test.ts compiles every route's schemas, as start-up did, so that a schema
- * Ajv refuses still fails the tests rather than a first request.
+ * test/schema-compilers.test.ts compiles every route's schemas (compileWaitingSchemas), as
+ * start-up did, so that a schema Ajv or fast-json-stringify refuses still fails the tests rather
+ * than a first request.
  */
 
 type Compiler<Route, Args extends unknown[], Result> = (route: Route) => (...args: Args) => Result;
+
+/** The compilations no request has needed yet; each leaves once done. */
+const waiting = new Set<() => unknown>();
 
 /** `compile`, run at the first call of what it makes, and once per schema object and `part` of the request or answer. */
 function oncePerSchema<Route extends { schema?: unknown }, Args extends unknown[], Result>(
@@ -32,10 +36,27 @@ function oncePerSchema<Route extends { schema?: unknown }, Args extends unknown[
     const ofSchema = made.get(schema) ?? new Map<string | undefined, (...args: Args) => Result>();
     made.set(schema, ofSchema);
     const part = partOf(route);
-    let compiled: ((...args: Args) => Result) | undefined;
-    if (!ofSchema.has(part)) ofSchema.set(part, (...args) => (compiled ??= compile(route))(...args));
+    if (!ofSchema.has(part)) {
+      let compiled: ((...args: Args) => Result) | undefined;
+      const compiledOnce = () => {
+        if (compiled === undefined) {
+          compiled = compile(route);
+          waiting.delete(compiledOnce);
+        }
+        return compiled;
+      };
+      waiting.add(compiledOnce);
+      ofSchema.set(part, (...args) => compiledOnce()(...args));
+    }
     return ofSchema.get(part)!;
   };
+}
+
+/** Compiles every schema of the apps built so far that no request has needed yet, as Fastify does at start-up (for tests); how many there were. */
+export function compileWaitingSchemas(): number {
+  const count = waiting.size;
+  for (const compiledOnce of [...waiting]) compiledOnce();
+  return count;
 }
 
 /** Requests' validators: bodies strict, query strings and parameters converted from text (request-validator.ts). */
