@@ -28,7 +28,13 @@ async function onServer<T>(url: string, work: (client: pg.Client) => Promise<T>)
   }
 }
 
-const inDatabase = (url: string, name: string, host?: { name: string; port: number }) => {
+/** A node of a Citus cluster, as pg_dist_node names it. */
+interface ClusterNode {
+  name: string;
+  port: number;
+}
+
+const inDatabase = (url: string, name: string, host?: ClusterNode) => {
   const copy = new URL(url);
   copy.pathname = `/${name}`;
   if (host) [copy.hostname, copy.port] = [host.name, String(host.port)];
@@ -38,13 +44,14 @@ const inDatabase = (url: string, name: string, host?: { name: string; port: numb
 /**
  * Creates database `name` on the coordinator of `coordinatorUrl` and on its workers, with the
  * citus extension in each and the same nodes as `coordinatorUrl`'s database: a fresh Citus cluster's database.
+ * Returns its workers.
  */
-async function createCitusDatabase(coordinatorUrl: string, name: string): Promise<void> {
+async function createCitusDatabase(coordinatorUrl: string, name: string): Promise<ClusterNode[]> {
   const nodes = await onServer(coordinatorUrl, async (admin) => {
     await admin.query('SET citus.enable_create_database_propagation = on');
     await admin.query(`CREATE DATABASE ${name}`);
     return (
-      await admin.query<{ name: string; port: number; coordinator: boolean }>(
+      await admin.query<ClusterNode & { coordinator: boolean }>(
         `SELECT nodename AS name, nodeport AS port, groupid = 0 AS coordinator FROM pg_dist_node WHERE noderole = 'primary' ORDER BY nodeid`,
       )
     ).rows;
@@ -57,20 +64,38 @@ async function createCitusDatabase(coordinatorUrl: string, name: string): Promis
     if (coordinator) await c.query('SELECT citus_set_coordinator_host($1, $2)', [coordinator.name, coordinator.port]);
     for (const worker of workers) await c.query('SELECT citus_add_node($1, $2)', [worker.name, worker.port]);
   });
+  return workers;
+}
+
+/** Drops database `name` of the server of `url`, not propagated by Citus (its default). */
+async function dropDatabase(url: string, name: string): Promise<void> {
+  await onServer(url, (admin) => admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`));
+}
+
+/**
+ * Drops database `name` of a Citus cluster: on each worker, one after the other, then on the coordinator.
+ *
+ * Not with one DROP propagated from the coordinator (citus.enable_create_database_propagation):
+ * that drops the coordinator's database first and holds its lock while it sends the DROP to the
+ * workers. A worker's maintenance daemon, whose distributed deadlock detection queries every node's
+ * database every 2 s, could then be reconnecting to the coordinator's, waiting on that lock; it
+ * leaves only once connected, so the worker's DROP … WITH (FORCE) waited 5 s for it and was
+ * refused ("is being accessed by other users"). Dropped on one node at a time, no node's DROP
+ * waits on another's. Each node's DROP also removes the database from that node's pg_dist_object.
+ */
+async function dropCitusDatabase(coordinatorUrl: string, name: string, workers: ClusterNode[]): Promise<void> {
+  const admin = decodeURIComponent(new URL(coordinatorUrl).pathname.slice(1));
+  for (const worker of workers) await dropDatabase(inDatabase(coordinatorUrl, admin, worker), name);
+  await dropDatabase(coordinatorUrl, name);
 }
 
 /** A new, empty database named `<prefix>_<random hex>` on `server`, unmigrated. */
 export async function createScratchDatabase(server: DatabaseServer, prefix: string): Promise<ScratchDatabase> {
   const name = `${prefix}_${randomBytes(6).toString('hex')}`;
-  if (server.citus) await createCitusDatabase(server.url, name);
-  else await onServer(server.url, (admin) => admin.query(`CREATE DATABASE ${name}`));
-  return {
-    url: inDatabase(server.url, name),
-    drop: () =>
-      onServer(server.url, async (admin) => {
-        // As CREATE DATABASE was, the DROP is propagated to every node.
-        if (server.citus) await admin.query('SET citus.enable_create_database_propagation = on');
-        await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-      }),
-  };
+  if (server.citus) {
+    const workers = await createCitusDatabase(server.url, name);
+    return { url: inDatabase(server.url, name), drop: () => dropCitusDatabase(server.url, name, workers) };
+  }
+  await onServer(server.url, (admin) => admin.query(`CREATE DATABASE ${name}`));
+  return { url: inDatabase(server.url, name), drop: () => dropDatabase(server.url, name) };
 }
