@@ -11,7 +11,7 @@
 --   that concurrent writes of one client do not queue on one row's lock until they commit). No credit or visit before it can have changed, in
 --   cash mode; in accrual mode, none before it minus the window (a credit counts at its
 --   touchpoint, up to a window before its order). '-infinity' when that instant is unknown (an
---   erasure; a touchpoint replaced by a concurrent request too: src/attribution/changes.ts).
+--   erasure: src/attribution/changes.ts).
 -- attribution_totals_kept: per client and environment, the zone whose local days are kept; its
 --   row is locked while the totals are brought up to date, so that two reports of one client do
 --   not compute the same days, nor keep days a change they did not see made stale.

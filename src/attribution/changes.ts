@@ -11,9 +11,8 @@
  * What a write gives as its earliest instant:
  *
  * - a touchpoint inserted: its occurred_at (orders after it may have it in their path; it may be
- *   its visitor's first visit); replaced: the earlier of its occurred_at before (read from the
- *   statement's snapshot) and after, -infinity when the snapshot does not hold the row this
- *   write replaced (a concurrent request inserted or replaced it meanwhile);
+ *   its visitor's first visit); replaced: the earlier of its occurred_at before (the replaced
+ *   row's, as the upsert replaced it: migration 0019) and after;
  * - an identity link made to a customer: the first order of that customer placed from the
  *   visitor's first touchpoint on (those orders' paths take in the visitor's touchpoints), none
  *   if it has none; made through an order, or changed: the first touchpoint of the visitor (the

@@ -57,7 +57,7 @@ export type TouchpointRepository = ReturnType<typeof createTouchpointRepository>
 /**
  * `written`: the touchpoints of the JSON array `json` (json, not jsonb: each record is read once,
  * and building a jsonb of the whole batch first is work thrown away) inserted or replaced at `at`,
- * with whether each was inserted and its occurred_at. The tenant is $1, $2.
+ * with whether each was inserted, its occurred_at and the one it replaced. The tenant is $1, $2.
  */
 const writtenCte = (json: string, at: string) => `written AS (
   INSERT INTO touchpoints AS t (client_id, environment, ${NAMES}, created_at, updated_at)
@@ -66,25 +66,16 @@ const writtenCte = (json: string, at: string) => `written AS (
    ORDER BY touchpoint_id COLLATE "C"
   ON CONFLICT (client_id, environment, touchpoint_id) DO UPDATE SET
     ${VALUES.map((name) => `${name} = excluded.${name}`).join(', ')},
-    updated_at = greatest(t.updated_at, excluded.updated_at)
-  RETURNING xmax = 0 AS inserted, xmin AS version, touchpoint_id, occurred_at)`;
+    updated_at = greatest(t.updated_at, excluded.updated_at),
+    replaced_occurred_at = t.occurred_at
+  RETURNING xmax = 0 AS inserted, occurred_at, replaced_occurred_at)`;
 /**
  * The attribution change of `written`: the earliest of its touchpoints' times, and of the times
- * of those it replaced. A replaced touchpoint's earlier time is read from the statement's
- * snapshot, which the write's own rows are not in, for replaced rows only. A pipeline that sends a
+ * of those it replaced, as the upsert replaced them (migration 0019). A pipeline that sends a
  * batch again (a retry) so notes the batch's own days, where it used to note every instant and
- * drop every kept day of its client. The snapshot's row is the one this write replaced only if
- * this write ended it (its xmax is the new row's xmin): one that a concurrent request replaced
- * meanwhile, or one the snapshot does not hold (a concurrent request inserted it), had a time not
- * read here, which a report may have kept days of: -infinity. One probe of the key a replaced
- * row (LIMIT 1: a lateral subquery without it is made a join, which was planned as a scan of every
- * touchpoint of the client, the batch's size being unknown to the planner).
+ * drop every kept day of its client.
  */
-const WRITTEN_EARLIEST = `SELECT min(least(w.occurred_at, CASE WHEN NOT w.inserted THEN coalesce(replaced.occurred_at, '-infinity') END))
-                            FROM written w
-                            LEFT JOIN LATERAL (SELECT CASE WHEN t.xmax = w.version THEN t.occurred_at END AS occurred_at FROM touchpoints t
-                                                WHERE NOT w.inserted AND t.client_id = $1 AND t.environment = $2 AND t.touchpoint_id = w.touchpoint_id
-                                                LIMIT 1) AS replaced ON true`;
+const WRITTEN_EARLIEST = 'SELECT min(least(occurred_at, replaced_occurred_at)) FROM written';
 const WRITTEN_COUNTS = 'SELECT count(*) FILTER (WHERE inserted)::int AS inserted, count(*) FILTER (WHERE NOT inserted)::int AS updated FROM written';
 
 /**
