@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, test } from 'node:test';
-import type { Database, Queryable } from '../src/db/index.js';
 import { deriveTouchpoint, type DerivedTouchpoint, type TouchpointInput } from '../src/touchpoints/derive.js';
 import { createTouchpointRepository } from '../src/touchpoints/repository.js';
+import { holdOnDistinctSlots, waitingForALock } from './held-transactions.js';
 import { citusUrl, minimalOrder, startService, type TestClient } from './helpers.js';
 
 /*
@@ -30,53 +30,6 @@ const visit = (occurred_at: string): TouchpointInput => ({ touchpoint_id: 'x', o
 const derived = (input: TouchpointInput) => deriveTouchpoint(input, {}) as DerivedTouchpoint;
 const tenantOf = (client: TestClient) => ({ clientId: client.client_id, environment: 'production' as const, dryRun: false });
 
-/** A transaction held open on a connection of its own until `commit` is called; `db` runs in it. */
-interface Held {
-  db: Database;
-  pid: number;
-  commit(): Promise<void>;
-}
-async function hold(): Promise<Held> {
-  let opened!: (held: { tx: Queryable; pid: number }) => void;
-  let release!: () => void;
-  const open = new Promise<{ tx: Queryable; pid: number }>((resolve) => (opened = resolve));
-  const released = new Promise<void>((resolve) => (release = resolve));
-  const done = service.db.transaction(async (tx) => {
-    const [{ pid }] = (await tx.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')) as [{ pid: number }];
-    opened({ tx, pid });
-    await released;
-  });
-  const { tx, pid } = await open;
-  const db = { ...service.db, kind: service.db.kind, query: tx.query.bind(tx), transaction: (work: (q: Queryable) => Promise<unknown>) => work(tx) } as unknown as Database;
-  return {
-    db,
-    pid,
-    commit: async () => {
-      release();
-      await done;
-    },
-  };
-}
-/**
- * Held transactions whose connections' change slots (backend pid modulo 8) differ from each other
- * and from `taken`; the spare ones opened to get them are committed.
- */
-async function holdOnDistinctSlots(count: number, taken: number[] = []): Promise<Held[]> {
-  const chosen: Held[] = [];
-  const spare: Held[] = [];
-  while (chosen.length < count) {
-    const held = await hold();
-    (chosen.some((other) => other.pid % 8 === held.pid % 8) || taken.includes(held.pid % 8) ? spare : chosen).push(held);
-  }
-  for (const held of spare) await held.commit();
-  return chosen;
-}
-/** Resolves once another backend waits for a lock the backend `pid` holds. */
-async function waitingForALock(pid: number): Promise<void> {
-  while ((await service.db.query('SELECT FROM pg_stat_activity WHERE $1 = ANY (pg_blocking_pids(pid))', [pid])).length === 0) {
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}
 const order = minimalOrder('y', { customer_id: 'c', time_of_purchase: '2024-03-09T12:00:00Z', currency: 'USD', purchase_total: 50, products: [{ id: 'p', name: 'P', quantity: 1, price: 50 }] });
 
 test('a touchpoint moved by a concurrent request after this write\'s snapshot, a report keeping days in between: the days of the time it had meanwhile', { skip }, async () => {
@@ -90,10 +43,10 @@ test('a touchpoint moved by a concurrent request after this write\'s snapshot, a
   // kept: one request moves x to the 2nd and holds its transaction; another, to move it to the
   // 7th, takes its snapshot (x on the 5th) and waits for x's lock. The first commits; the second
   // writes and holds its transaction while a report keeps the days, x on the 2nd.
-  const [moving, resending] = await holdOnDistinctSlots(2);
+  const [moving, resending] = await holdOnDistinctSlots(service.db, 2);
   await createTouchpointRepository(moving!.db).upsert(tenantOf(kept), [derived(visit('2024-03-02T12:00:00Z'))], new Date());
   const resent = createTouchpointRepository(resending!.db).upsert(tenantOf(kept), [derived(visit('2024-03-07T12:00:00Z'))], new Date());
-  await waitingForALock(moving!.pid); // the resent write
+  await waitingForALock(service.db, moving!.pid); // the resent write
   await moving!.commit();
   await resent;
   await report(kept);
@@ -119,11 +72,11 @@ test('a write committed while a report drops the days changed before it: its not
   // kept: a report reads the change (the 9th) and waits to drop the 10th, whose kept row a
   // transaction holds; meanwhile a touchpoint on the 3rd is written and committed, its note in a
   // slot of its own.
-  const [holder] = await holdOnDistinctSlots(1);
+  const [holder] = await holdOnDistinctSlots(service.db, 1);
   await holder!.db.query(`SELECT FROM attribution_days WHERE client_id = $1 AND day = '2024-03-10' FOR UPDATE`, [kept.client_id]);
   const reading = report(kept);
-  await waitingForALock(holder!.pid); // the report
-  const [writing] = await holdOnDistinctSlots(1, slots);
+  await waitingForALock(service.db, holder!.pid); // the report
+  const [writing] = await holdOnDistinctSlots(service.db, 1, slots);
   const early = { ...visit('2024-03-03T12:00:00Z'), touchpoint_id: 'early' };
   await createTouchpointRepository(writing!.db).upsert(tenantOf(kept), [derived(early)], new Date());
   await writing!.commit();

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, test } from 'node:test';
-import type { Database } from '../src/db/index.js';
 import { createOrderRepository } from '../src/orders/repository.js';
+import { createTouchpointRepository } from '../src/touchpoints/repository.js';
+import { holdOnDistinctSlots } from './held-transactions.js';
 import { minimalOrder, startService, type TestClient } from './helpers.js';
 
 /*
@@ -37,13 +38,14 @@ test('an order link written while its order is being written: the customer\'s ea
 
   const x = JSON.stringify([order('x', 'c', '2024-03-08T12:00:00Z', 20)]);
   const link = { data: [{ visitor_id: 'v', order_id: 'x' }] };
-  // kept: the order's transaction is open (its change noted) when the link commits.
-  await service.db.transaction(async (tx) => {
-    const inTx = { ...service.db, kind: service.db.kind, query: tx.query.bind(tx), exec: tx.exec.bind(tx), transaction: (work: (q: typeof tx) => Promise<unknown>) => work(tx) } as unknown as Database;
-    const tenant = { clientId: kept.client_id, environment: 'production' as const, dryRun: false };
-    await createOrderRepository(inTx).upsert(tenant, x, [], {});
-    await call(kept, 'POST', '/v1/identities', link);
-  });
+  // kept: the order's transaction is open (its change noted) when the link commits, on
+  // connections whose change slots differ (on one slot's row, the link would wait for the order).
+  const tenant = { clientId: kept.client_id, environment: 'production' as const, dryRun: false };
+  const [ordering, linking] = await holdOnDistinctSlots(service.db, 2);
+  await createOrderRepository(ordering!.db).upsert(tenant, x, [], {});
+  await createTouchpointRepository(linking!.db).link(tenant, JSON.stringify(link), new Date());
+  await linking!.commit();
+  await ordering!.commit();
   // fresh: the same writes, one after the other.
   await call(fresh, 'POST', '/v2/orders', JSON.parse(x));
   await call(fresh, 'POST', '/v1/identities', link);
