@@ -41,30 +41,37 @@ const inDatabase = (url: string, name: string, host?: ClusterNode) => {
   return copy.toString();
 };
 
+/** The advisory lock key under which a test database is made on a Citus coordinator. */
+const MAKING_A_CITUS_DATABASE = 7_310_427;
+
 /**
  * Creates database `name` on the coordinator of `coordinatorUrl` and on its workers, with the
  * citus extension in each and the same nodes as `coordinatorUrl`'s database: a fresh Citus cluster's database.
  * Returns its workers.
  */
 async function createCitusDatabase(coordinatorUrl: string, name: string): Promise<ClusterNode[]> {
-  const nodes = await onServer(coordinatorUrl, async (admin) => {
+  return onServer(coordinatorUrl, async (admin) => {
+    // One database made at a time, by the suite's concurrent files: adding the nodes to two at once
+    // had both update the role that owns them on a worker, and one failed ("tuple concurrently
+    // updated"). The lock is the admin connection's, released when it closes.
+    await admin.query('SELECT pg_advisory_lock($1)', [MAKING_A_CITUS_DATABASE]);
     await admin.query('SET citus.enable_create_database_propagation = on');
     await admin.query(`CREATE DATABASE ${name}`);
-    return (
+    const nodes = (
       await admin.query<ClusterNode & { coordinator: boolean }>(
         `SELECT nodename AS name, nodeport AS port, groupid = 0 AS coordinator FROM pg_dist_node WHERE noderole = 'primary' ORDER BY nodeid`,
       )
     ).rows;
+    const workers = nodes.filter((node) => !node.coordinator);
+    for (const worker of workers) await onServer(inDatabase(coordinatorUrl, name, worker), (c) => c.query('CREATE EXTENSION citus'));
+    await onServer(inDatabase(coordinatorUrl, name), async (c) => {
+      await c.query('CREATE EXTENSION citus');
+      const coordinator = nodes.find((node) => node.coordinator);
+      if (coordinator) await c.query('SELECT citus_set_coordinator_host($1, $2)', [coordinator.name, coordinator.port]);
+      for (const worker of workers) await c.query('SELECT citus_add_node($1, $2)', [worker.name, worker.port]);
+    });
+    return workers;
   });
-  const workers = nodes.filter((node) => !node.coordinator);
-  for (const worker of workers) await onServer(inDatabase(coordinatorUrl, name, worker), (c) => c.query('CREATE EXTENSION citus'));
-  await onServer(inDatabase(coordinatorUrl, name), async (c) => {
-    await c.query('CREATE EXTENSION citus');
-    const coordinator = nodes.find((node) => node.coordinator);
-    if (coordinator) await c.query('SELECT citus_set_coordinator_host($1, $2)', [coordinator.name, coordinator.port]);
-    for (const worker of workers) await c.query('SELECT citus_add_node($1, $2)', [worker.name, worker.port]);
-  });
-  return workers;
 }
 
 /** Drops database `name` of the server of `url`, not propagated by Citus (its default). */
