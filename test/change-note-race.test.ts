@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, test } from 'node:test';
+import { createOrderRepository } from '../src/orders/repository.js';
 import { deriveTouchpoint, type DerivedTouchpoint, type TouchpointInput } from '../src/touchpoints/derive.js';
 import { createTouchpointRepository } from '../src/touchpoints/repository.js';
 import { holdOnDistinctSlots, waitingForALock } from './held-transactions.js';
@@ -9,15 +10,18 @@ import { citusUrl, minimalOrder, startService, type TestClient } from './helpers
  * Change notes (src/attribution/changes.ts) under concurrent writes and reports: a report that
  * keeps days between two writes must not keep days that the later write then changes without
  * its note reaching them. The writes are held open in transactions of their own, on connections
- * whose change slots differ (a shared slot's row lock would order them). PostgreSQL only: PGlite
- * has one connection, and on Citus the writes wait for each other on a worker, where the
- * coordinator's pg_blocking_pids does not see it.
+ * whose change slots differ (a shared slot's row lock would order them). Each test compares the
+ * reports of a client written so with those of one written the same, one write after the other.
+ * PostgreSQL only: PGlite has one connection; on Citus the writes wait for each other on a
+ * worker, where the coordinator's pg_blocking_pids does not see it (the tests that wait so).
  */
 
 const service = await startService();
 after(() => service.close());
 const app = service.production;
-const skip = service.db.kind !== 'postgres' || citusUrl !== undefined;
+const concurrent = service.db.kind !== 'postgres';
+/** The tests that watch a lock wait. */
+const skip = concurrent || citusUrl !== undefined;
 
 async function call(client: TestClient, method: 'POST' | 'GET', url: string, payload?: unknown) {
   const response = await app.inject({ method, url, headers: client.headers, ...(payload === undefined ? {} : { payload: payload as object }) });
@@ -30,13 +34,14 @@ const visit = (occurred_at: string): TouchpointInput => ({ touchpoint_id: 'x', o
 const derived = (input: TouchpointInput) => deriveTouchpoint(input, {}) as DerivedTouchpoint;
 const tenantOf = (client: TestClient) => ({ clientId: client.client_id, environment: 'production' as const, dryRun: false });
 
-const order = minimalOrder('y', { customer_id: 'c', time_of_purchase: '2024-03-09T12:00:00Z', currency: 'USD', purchase_total: 50, products: [{ id: 'p', name: 'P', quantity: 1, price: 50 }] });
+const order = (order_id: string, time_of_purchase: string, purchase_total: number) =>
+  minimalOrder(order_id, { customer_id: 'c', time_of_purchase, currency: 'USD', purchase_total, products: [{ id: 'p', name: 'P', quantity: 1, price: purchase_total }] });
 
 test('a touchpoint moved by a concurrent request after this write\'s snapshot, a report keeping days in between: the days of the time it had meanwhile', { skip }, async () => {
   const [kept, fresh] = [await service.createClient('kept'), await service.createClient('fresh')];
   for (const client of [kept, fresh]) {
     await call(client, 'POST', '/v1/touchpoints', { data: [visit('2024-03-05T12:00:00Z')] });
-    await call(client, 'POST', '/v2/orders', [order]);
+    await call(client, 'POST', '/v2/orders', [order('y', '2024-03-09T12:00:00Z', 50)]);
   }
   await report(kept); // keeps 1-10 March, the visit on the 5th
 
@@ -62,7 +67,7 @@ test('a write committed while a report drops the days changed before it: its not
   const [kept, fresh] = [await service.createClient('kept 2'), await service.createClient('fresh 2')];
   for (const client of [kept, fresh]) {
     await call(client, 'POST', '/v1/touchpoints', { data: [visit('2024-03-05T12:00:00Z')] });
-    await call(client, 'POST', '/v2/orders', [order]);
+    await call(client, 'POST', '/v2/orders', [order('y', '2024-03-09T12:00:00Z', 50)]);
   }
   await report(kept); // keeps 1-10 March
   const late = { ...visit('2024-03-09T18:00:00Z'), touchpoint_id: 'late' };
@@ -85,6 +90,33 @@ test('a write committed while a report drops the days changed before it: its not
   // fresh: the same writes.
   await call(fresh, 'POST', '/v1/touchpoints', { data: [late] });
   await call(fresh, 'POST', '/v1/touchpoints', { data: [early] });
+
+  assert.deepEqual(await report(kept), await report(fresh), 'kept totals equal totals computed afresh');
+});
+
+// A new order link notes the first order of the linked order's customer, read from its
+// statement's snapshot (src/touchpoints/repository.ts, LINKED_EARLIEST); the order's write notes
+// the first touchpoint of the visitors linked through it, read from its own snapshot. Written
+// concurrently (the thank-you page's pixel and the shop's order webhook), neither sees the other.
+test("an order link written while its order is being written: the customer's earlier order takes in the visitor's touchpoints", { skip: concurrent }, async () => {
+  const [kept, fresh] = [await service.createClient('kept 3'), await service.createClient('fresh 3')];
+  for (const client of [kept, fresh]) {
+    await call(client, 'POST', '/v1/touchpoints', { data: [{ touchpoint_id: 'tv', occurred_at: '2024-03-03T12:00:00Z', visitor_id: 'v', platform_name: 'meta', campaign_id: 'spring' }] });
+    await call(client, 'POST', '/v2/orders', [order('y', '2024-03-05T12:00:00Z', 50)]);
+  }
+  await report(kept); // keeps 1-10 March: y unattributed on 5 March
+
+  const x = JSON.stringify([order('x', '2024-03-08T12:00:00Z', 20)]);
+  const link = { data: [{ visitor_id: 'v', order_id: 'x' }] };
+  // kept: the order's transaction is open (its change noted) when the link commits.
+  const [ordering, linking] = await holdOnDistinctSlots(service.db, 2);
+  await createOrderRepository(ordering!.db).upsert(tenantOf(kept), x, [], {});
+  await createTouchpointRepository(linking!.db).link(tenantOf(kept), JSON.stringify(link), new Date());
+  await linking!.commit();
+  await ordering!.commit();
+  // fresh: the same writes, one after the other.
+  await call(fresh, 'POST', '/v2/orders', JSON.parse(x));
+  await call(fresh, 'POST', '/v1/identities', link);
 
   assert.deepEqual(await report(kept), await report(fresh), 'kept totals equal totals computed afresh');
 });
