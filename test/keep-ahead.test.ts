@@ -72,8 +72,8 @@ const lastDays = Array.from({ length: DAYS }, (_, n) => addDays(today, n - DAYS)
 
 const due = async (at: Date) => (await service.db.query<{ client_id: string }>(DUE_AHEAD, [at.toISOString()])).map((row) => row.client_id);
 
-const report = async (client: TestClient, model: string, window = String(KEPT_AHEAD.window), days = lastDays) => {
-  const query = { start_date: days[0]!, end_date: days.at(-1)!, granularity: 'DAILY', level: 'campaign', metrics: 'spend,rev,txns,revFt,visits,newVisits', model, window, mode: KEPT_AHEAD.accountingMode };
+const report = async (client: TestClient, model: string, window = String(KEPT_AHEAD.window), days = lastDays, mode: string = KEPT_AHEAD.accountingMode) => {
+  const query = { start_date: days[0]!, end_date: days.at(-1)!, granularity: 'DAILY', level: 'campaign', metrics: 'spend,rev,txns,revFt,visits,newVisits', model, window, mode };
   return (await call(client, 'GET', `/v1/reports/performance?${new URLSearchParams(query)}`)).json() as { rows: Record<string, unknown>[] };
 };
 async function wipeKeptTotals(client: TestClient) {
@@ -153,16 +153,19 @@ test('the keeper keeps them ahead in the background, and computes every model ag
   assert.deepEqual(await report(other, 'position_based'), fromKept);
 });
 
-test("keeping ahead computes again the other kept days a write changed, drops those before the keeper's days, and starts over in a new zone", async () => {
+test("keeping ahead computes again the other cash days a write changed, drops those before the keeper's days, and starts over in a new zone", async () => {
   const client = await clientWithData('changes and zones');
   const tenant = tenantOf(client);
   const older = Array.from({ length: 5 }, (_, n) => addDays(today, n - DAYS - 10));
   await keepAhead(service.db, tenant, ZONE, { days: DAYS, now });
   await report(client, 'linear', '14');
+  await report(client, 'linear', '14', lastDays, 'accrual');
   await report(client, 'linear', '30', older);
   assert.equal((await keptDays(client, 'linear/30/cash')).size, DAYS + older.length);
 
   const before = await keptDays(client, 'linear/14/cash');
+  const accrualBefore = await keptDays(client, 'linear/14/accrual');
+  assert.equal(accrualBefore.size, DAYS);
   await call(client, 'POST', '/v1/touchpoints', { data: [{ touchpoint_id: 'late', occurred_at: noonBefore(5), customer_id: 'c1', platform_name: 'google', campaign_id: 'search' }] });
   await keepAhead(service.db, tenant, ZONE, { days: DAYS, now: new Date(now.getTime() + 86_400_000) });
   const after = await keptDays(client, 'linear/14/cash');
@@ -173,6 +176,13 @@ test("keeping ahead computes again the other kept days a write changed, drops th
     else assert.notEqual(after.get(day), before.get(day), `${day} computed again`);
   }
   assert.deepEqual([...(await keptDays(client, 'linear/30/cash')).keys()], [...tomorrowsDays, today], 'the older days asked dropped');
+  // Accrual credits count at touchpoints up to a window before their orders: the write reached 14 days further back.
+  const accrualAfter = await keptDays(client, 'linear/14/accrual');
+  const accrualReached = addDays(today, -5 - 14);
+  assert.deepEqual([...accrualAfter.keys()], tomorrowsDays.filter((day) => day < accrualReached), 'the accrual days the write reached are left to the next report');
+  for (const [day, writer] of accrualAfter) assert.equal(writer, accrualBefore.get(day), `accrual ${day} kept`);
+  await report(client, 'linear', '14', tomorrowsDays, 'accrual');
+  assert.deepEqual([...(await keptDays(client, 'linear/14/accrual')).keys()], tomorrowsDays, 'the report computed them');
   const changes = await service.db.query('SELECT FROM attribution_changes WHERE client_id = $1', [client.client_id]);
   assert.equal(changes.length, 0);
 

@@ -15,8 +15,8 @@ import { inRowsTransaction } from './rows.js';
  * each client's zone (KEEP_AHEAD_DAYS, "the keeper's days"):
  *
  * - for the clients whose kept totals have a change noted, it drops what the change reaches and
- *   computes again the kept days among the keeper's days, so that the next report reads them;
- *   older ones are left to the report that asks for them;
+ *   computes again the kept cash days among the keeper's days, so that the next report reads them;
+ *   older ones, and accrual days, are left to the report that asks for them;
  * - once a day of each client's zone, for every client with production orders or touchpoints, it
  *   drops the kept days before the keeper's days and keeps those of the dashboard's window and
  *   mode ahead, for every model, so that the dashboard opens, and switches models, on kept days.
@@ -58,8 +58,12 @@ async function keepInPieces(db: Database, asked: KeptTotalsAsked, signal?: Abort
 
 /**
  * Drops the kept days of a client that its writes since may have changed, and computes again those
- * among the keeper's days: each combination from the first to the last day it had kept there,
- * together with the combinations kept over the same days (those kept ahead).
+ * among the keeper's days: each cash combination from the first to the last day it had kept there,
+ * together with the combinations kept over the same days (those kept ahead). Accrual days are left
+ * to the report that asks for them: an order of now reaches back a window in accrual, so under
+ * live orders every pass would compute the last window's days again for every accrual combination
+ * ever viewed (6 s of one of them, 30 days, at the benchmark's scale, every 30 s), and the next
+ * order would drop them before anybody read them.
  */
 export async function refreshKeptTotals(db: Database, tenant: Tenant, timeZone: string, keepers: KeepersDays, signal?: AbortSignal): Promise<void> {
   const { from: since } = keepersPeriod(timeZone, keepers);
@@ -72,7 +76,8 @@ export async function refreshKeptTotals(db: Database, tenant: Tenant, timeZone: 
   );
   await dropChangedDays(db, { tenant, timeZone });
   for (const { totals, from, to } of kept) {
-    await keepInPieces(db, { tenant, timeZone, combinations: totals.map(combinationOfKeptTotals), period: { kind: 'days', from, to } }, signal);
+    const combinations = totals.map(combinationOfKeptTotals).filter((combination) => combination.accountingMode === 'cash');
+    if (combinations.length > 0) await keepInPieces(db, { tenant, timeZone, combinations, period: { kind: 'days', from, to } }, signal);
   }
 }
 
