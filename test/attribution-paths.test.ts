@@ -4,6 +4,8 @@ import fc from 'fast-check';
 import { creditsSql } from '../src/attribution/credits-sql.js';
 import { UNLIMITED, type AttributionWindow, type ModelId } from '../src/attribution/models.js';
 import { pathsSql, type PathsSpec } from '../src/attribution/paths.js';
+import { KEPT_PATHS } from '../src/exports/attributed-rows.js';
+import { keepMissingPaths } from '../src/exports/daily-totals.js';
 import { minimalOrder, postOrders, startService, type TestApp, type TestClient } from './helpers.js';
 
 /*
@@ -50,14 +52,32 @@ async function candidates(client: TestClient, orders: PathsSpec['orders'], param
   return byPath;
 }
 
+/** The local days (UTC) around PURCHASE whose paths the tests keep: every order's. */
+const KEPT_DAYS = { from: '2024-01-01', to: '2024-05-01' };
+
+/** The client's paths of KEPT_DAYS kept afresh, as the keeper keeps them (src/exports/daily-totals.ts). */
+async function keepPaths(client: TestClient) {
+  const tenant = { clientId: client.client_id, environment: 'production' as const, dryRun: false };
+  await service.db.query(`DELETE FROM attribution_days WHERE client_id = $1 AND totals = $2`, [client.client_id, KEPT_PATHS]);
+  await service.db.transaction((tx) => keepMissingPaths(tx, { tenant, timeZone: 'UTC', period: { kind: 'days', ...KEPT_DAYS } }));
+}
+
+/** Only the paths' own entries: `order/window` ids of `orderId`. */
+const ofOrder = (byPath: Record<string, string[]>, orderId: string) => Object.fromEntries(Object.entries(byPath).filter(([pathId]) => pathId.startsWith(`${orderId}/`)));
+
 /**
- * An order's candidates, found from the order (as its explanation finds them) and among those of
- * every order's period (as exports find them): the two ways must agree.
+ * An order's candidates, found from the order (as its explanation finds them), among those of
+ * every order's period (as exports find them) and, for windows up to the longest kept, among the
+ * kept paths of its day (as reports credit them): the ways must agree.
  */
-async function candidatesOf(client: TestClient, orderId: string, windows?: AttributionWindow[]) {
+async function candidatesOf(client: TestClient, orderId: string, windows: AttributionWindow[] = [30]) {
   const fromOrder = await candidates(client, { orderId: '$3' }, [orderId], windows);
-  const ofPeriod = Object.entries(await candidates(client, EVERY_ORDER, [], windows)).filter(([pathId]) => pathId.startsWith(`${orderId}/`));
-  assert.deepEqual(Object.fromEntries(ofPeriod), fromOrder, "the period's candidates of the order are those found from the order");
+  assert.deepEqual(ofOrder(await candidates(client, EVERY_ORDER, [], windows), orderId), fromOrder, "the period's candidates of the order are those found from the order");
+  if (!windows.includes(UNLIMITED)) {
+    await keepPaths(client);
+    const kept = await candidates(client, { keptFrom: `'${KEPT_DAYS.from}'::date`, keptBefore: `'${KEPT_DAYS.to}'::date` }, [], windows);
+    assert.deepEqual(ofOrder(kept, orderId), fromOrder, 'the kept paths of the order are those found from the order');
+  }
   return fromOrder;
 }
 

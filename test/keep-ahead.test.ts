@@ -74,7 +74,7 @@ const due = async (at: Date) => (await service.db.query<{ client_id: string }>(D
 
 const report = async (client: TestClient, model: string, window = String(KEPT_AHEAD.window), days = lastDays, mode: string = KEPT_AHEAD.accountingMode) => {
   const query = { start_date: days[0]!, end_date: days.at(-1)!, granularity: 'DAILY', level: 'campaign', metrics: 'spend,rev,txns,revFt,visits,newVisits', model, window, mode };
-  return (await call(client, 'GET', `/v1/reports/performance?${new URLSearchParams(query)}`)).json() as { rows: Record<string, unknown>[] };
+  return (await call(client, 'GET', `/v1/reports/performance?${new URLSearchParams(query)}`)).json() as { rows: Record<string, unknown>[]; totals: Record<string, number | null> };
 };
 async function wipeKeptTotals(client: TestClient) {
   for (const table of ['attribution_credit_days', 'attribution_visit_days', 'attribution_days', 'attribution_totals_kept', 'attribution_changes']) {
@@ -117,6 +117,26 @@ test('every model of the last days is kept ahead for the clients with production
   await report(shop, 'linear', '14');
   assert.equal((await keptDays(shop, `linear/14/${KEPT_AHEAD.accountingMode}`)).size, DAYS);
   assert.equal((await keptDays(shop, `first_touch/14/${KEPT_AHEAD.accountingMode}`)).size, 0);
+});
+
+test('other windows and models of cash days are credited from the paths kept with them, as from the touchpoints', async () => {
+  const client = await clientWithData('kept paths');
+  await keepAhead(service.db, tenantOf(client), ZONE, { days: DAYS, now });
+  const asked = ['1', '7', '90'].flatMap((window) => MODEL_IDS.map((model) => [model, window] as const));
+  const fromPaths = [];
+  for (const [model, window] of asked) fromPaths.push(await report(client, model, window));
+  await wipeKeptTotals(client);
+  for (const [n, [model, window]] of asked.entries()) assert.deepEqual(await report(client, model, window), fromPaths[n], `${model}, ${window} days`);
+
+  // The report read the kept paths: their purchase totals doubled, its revenue doubles.
+  await keepAhead(service.db, tenantOf(client), ZONE, { days: DAYS, now });
+  await service.db.query('UPDATE attribution_paths SET purchase_total = purchase_total * 2 WHERE client_id = $1', [client.client_id]);
+  await service.db.query("DELETE FROM attribution_days WHERE client_id = $1 AND totals = 'linear/7/cash'", [client.client_id]);
+  const revenue = (answer: { totals: Record<string, number | null> }) => answer.totals.rev!;
+  const doubled = await report(client, 'linear', '7');
+  const original = fromPaths[asked.findIndex(([model, window]) => model === 'linear' && window === '7')]!;
+  assert.ok(revenue(original) > 0);
+  assert.ok(Math.abs(revenue(doubled) - 2 * revenue(original)) < 1e-5, `${revenue(doubled)} is twice ${revenue(original)}`);
 });
 
 test('the keeper keeps them ahead in the background, and computes every model again after a late write', async () => {

@@ -19,14 +19,24 @@ import { DAY_MS, UNLIMITED, WINDOWS, windowDaysSql, type AttributionWindow } fro
  *   customer by hashing. Finding each order's touchpoints by index, as for one order, costs a
  *   random read per touchpoint: 17 s for the 82,000 orders of 30 days in bench/attribution.ts,
  *   against 3 s for reading the 820,000 touchpoints of those 60 days and joining them.
+ *
+ * The paths of the orders of whole local days may also be read where they were kept (migration
+ * 0020, src/exports/daily-totals.ts), found the second way at the longest window: for windows up
+ * to it, the same candidates.
  */
+
+/** The longest window but UNLIMITED: kept paths hold each order's touchpoints within it. */
+export const LONGEST_KEPT_WINDOW = Math.max(...WINDOWS.flatMap((window) => (window === UNLIMITED ? [] : [window]))) as Exclude<AttributionWindow, typeof UNLIMITED>;
 
 export interface PathsSpec {
   /** SQL of the tenant's client_id and environment (placeholders such as `$1::uuid`). */
   clientId: string;
   environment: string;
-  /** The orders whose paths are wanted, as SQL: one by its id, or those purchased in [from, before). */
-  orders: { orderId: string } | { purchasedFrom: string; purchasedBefore: string };
+  /**
+   * The orders whose paths are wanted, as SQL: one by its id, those purchased in [from, before),
+   * or those of the local days [keptFrom, keptBefore) (dates), read from their kept paths.
+   */
+  orders: { orderId: string } | { purchasedFrom: string; purchasedBefore: string } | { keptFrom: string; keptBefore: string };
   /** The windows of the paths: each order has a path per window. */
   windows: readonly AttributionWindow[];
 }
@@ -54,13 +64,17 @@ export function pathsSql({ clientId, environment, orders, windows }: PathsSpec):
   const tenantOf = (alias: string) => `${alias}.client_id = ${clientId} AND ${alias}.environment = ${environment}`;
   const lookback = windows.includes(UNLIMITED) ? undefined : `${Math.max(...(windows as number[]))} * interval '${DAY_MS} milliseconds'`;
   const notBefore: NotBefore = (column, instant) => (lookback ? [`${column} >= ${instant} - ${lookback}`] : []);
-  const within = (touchpoint: string) => [...notBefore(`${touchpoint}.occurred_at`, 'p.time_of_purchase'), `${touchpoint}.occurred_at <= p.time_of_purchase`].join(' AND ');
-  const selected = 'orderId' in orders ? `o.order_id = ${orders.orderId}` : `o.time_of_purchase >= ${orders.purchasedFrom} AND o.time_of_purchase < ${orders.purchasedBefore}`;
-  const purchaseTouchpoints = 'orderId' in orders ? touchpointsOfOneOrder(tenantOf, within) : touchpointsOfPeriod(tenantOf, within, orders, notBefore);
   const eachWindow = (row: string) =>
     `SELECT ${row}.order_id || '/' || coalesce(w.window_days::text, '${UNLIMITED}') AS path_id, w.window_days, ${row}.*
        FROM ${row === 'p' ? 'purchases' : 'purchase_touchpoints'} ${row}
       CROSS JOIN unnest(ARRAY[${windows.map((window) => windowDaysSql(window) ?? 'NULL').join(', ')}]::int[]) AS w (window_days)`;
+  if ('keptFrom' in orders) {
+    if (!lookback || Math.max(...(windows as number[])) > LONGEST_KEPT_WINDOW) throw new Error(`Kept paths hold no window beyond ${LONGEST_KEPT_WINDOW} days`);
+    return keptPaths(tenantOf, orders, notBefore, eachWindow);
+  }
+  const within = (touchpoint: string) => [...notBefore(`${touchpoint}.occurred_at`, 'p.time_of_purchase'), `${touchpoint}.occurred_at <= p.time_of_purchase`].join(' AND ');
+  const selected = 'orderId' in orders ? `o.order_id = ${orders.orderId}` : `o.time_of_purchase >= ${orders.purchasedFrom} AND o.time_of_purchase < ${orders.purchasedBefore}`;
+  const purchaseTouchpoints = 'orderId' in orders ? touchpointsOfOneOrder(tenantOf, within) : touchpointsOfPeriod(tenantOf, within, orders, notBefore);
   return `
     purchases AS (
       SELECT o.order_id, o.customer_id, o.time_of_purchase, o.purchase_total, o.currency,
@@ -76,6 +90,28 @@ export function pathsSql({ clientId, environment, orders, windows }: PathsSpec):
 }
 
 type TenantOf = (alias: string) => string;
+
+/**
+ * The relations of pathsSql from the kept paths of the local days [keptFrom, keptBefore): an
+ * order's row (touchpoint_id '', its touchpoint columns null) stands for the path that has no
+ * touchpoint within the windows; beside touchpoints it is in no path, so creditsSql passes it
+ * over. The customer is not kept: `paths` has it null.
+ */
+function keptPaths(tenantOf: TenantOf, { keptFrom, keptBefore }: { keptFrom: string; keptBefore: string }, notBefore: NotBefore, eachWindow: (row: string) => string): string {
+  const ofDays = `${tenantOf('k')} AND k.day >= ${keptFrom} AND k.day < ${keptBefore}`;
+  const orderColumns = 'k.order_id, NULL::text AS customer_id, k.time_of_purchase, k.purchase_total, k.currency, k.first_order';
+  // `purchases` reads the table again rather than `purchase_touchpoints`, which, named twice, would be
+  // materialized (0.2 s of a month's 1.2 s at the benchmark's scale).
+  return `
+    purchase_touchpoints AS (
+      SELECT ${orderColumns}, nullif(k.touchpoint_id, '') AS touchpoint_id, ${TOUCHPOINT_COLUMNS.slice(1).map((column) => `k.${column}`).join(', ')}
+        FROM attribution_paths k
+       WHERE ${ofDays} AND (k.touchpoint_id = '' OR ${notBefore('k.occurred_at', 'k.time_of_purchase').join(' AND ')})
+    ),
+    purchases AS (SELECT ${orderColumns} FROM attribution_paths k WHERE ${ofDays} AND k.touchpoint_id = ''),
+    paths AS (${eachWindow('p')}),
+    candidates AS (${eachWindow('c')})`;
+}
 /** The conditions that `column` is at most the largest window before `instant`: none for UNLIMITED. */
 type NotBefore = (column: string, instant: string) => string[];
 

@@ -100,10 +100,11 @@ export interface AttributionSqlContext {
   kept: string[];
   /**
    * Where the credits and visits come from: computed from the paths of the period's orders and
-   * touchpoints, or read from the kept daily totals of the period's days (daily-totals.ts), which
-   * the transaction has brought up to date. Those are written by this function's `paths` CTEs.
+   * touchpoints, or (cash only) from the kept paths of its local days [fromDay, toDay), or read
+   * from the kept daily totals of the period's days (daily-totals.ts), which the transaction has
+   * brought up to date. Those are written by this function's `paths` CTEs.
    */
-  source?: { kind: 'paths' } | KeptDaysSource;
+  source?: { kind: 'paths' } | { kind: 'kept paths'; fromDay: string; toDay: string } | KeptDaysSource;
   /**
    * Under the account breakdown, whether an object's empty account is taken from the period's
    * spend (`records`): always, but when the daily totals are written, which keep the touchpoints' own.
@@ -128,6 +129,8 @@ export function combinationOfKeptTotals(key: string): AttributionCombination {
 }
 /** The totals key of visits, which no model, window or mode changes. */
 export const KEPT_VISITS = 'visits';
+/** The totals key of kept paths (migration 0020), which every cash combination of their days is credited from. */
+export const KEPT_PATHS = 'paths';
 
 /**
  * Common table expressions `combinations` (one row per combination, with its position, its
@@ -254,11 +257,13 @@ export function attributionCtes({
        GROUP BY 1${keyList})`,
     ];
   }
+  if (source.kind === 'kept paths' && accrual) throw new Error('Kept paths are those of the orders of their days: accrual needs later orders too');
+  const pathsOf = source.kind === 'kept paths' ? { keptFrom: source.fromDay, keptBefore: source.toDay } : orders;
   return [
     ...preamble,
     // Paths are built in a WITH of their own, whose names cannot meet the export's.
     `order_credits AS (
-      WITH ${pathsSql({ clientId: '$1', environment: '$2', orders, windows })}
+      WITH ${pathsSql({ clientId: '$1', environment: '$2', orders: pathsOf, windows })}
       ${orderCredits})`,
     // Each mode's sums are made apart, by hashing the credits once per mode, rather than by
     // sorting every credit once per combination (a year of three models took 50 s to sort).

@@ -1,7 +1,8 @@
 import { DAY_MS, UNLIMITED, windowDaysSql } from '../attribution/models.js';
+import { LONGEST_KEPT_WINDOW, pathsSql } from '../attribution/paths.js';
 import type { Tenant } from '../auth/tenant.js';
 import type { Database, Queryable } from '../db/index.js';
-import { AD_COLUMNS, KEPT_VISITS, attributionCtes, keptTotalsKey, type AttributionCombination } from './attributed-rows.js';
+import { AD_COLUMNS, KEPT_PATHS, KEPT_VISITS, attributionCtes, keptTotalsKey, type AttributionCombination } from './attributed-rows.js';
 import { addDays, type Period } from './period.js';
 import { LOCAL_DAYS_AS_INSTANTS, type RowsPlan } from './rows.js';
 
@@ -15,6 +16,10 @@ import { LOCAL_DAYS_AS_INSTANTS, type RowsPlan } from './rows.js';
  * Writes lower their client's change instant (src/attribution/changes.ts); before a report reads,
  * the days that instant may have changed are dropped, then the days missing are computed. The
  * UNLIMITED window is never kept: any write can change any later day under it.
+ *
+ * The keeper also keeps the paths of the orders of the days whose cash totals it keeps (migration
+ * 0020, keepMissingPaths): the cash days a report lacks are credited from them where they are kept,
+ * which skips finding the paths (most of the work), and from the touchpoints elsewhere.
  */
 
 /** What a report asks of the kept totals: its combinations, over the local days of its period. */
@@ -36,7 +41,9 @@ export function keptTotalsOf(tenant: Tenant, plan: RowsPlan): KeptTotalsAsked | 
 /** How far before a change a kept day's numbers reach: accrual credits count at touchpoints up to a window before their orders. */
 const lookbackDays = (combination: AttributionCombination) => (combination.accountingMode === 'accrual' ? windowDaysSql(combination.window)! : 0);
 
-const KEPT_TABLES = ['attribution_days', 'attribution_credit_days', 'attribution_visit_days'];
+const KEPT_TABLES = ['attribution_days', 'attribution_credit_days', 'attribution_visit_days', 'attribution_paths'];
+
+
 
 /**
  * Takes the lock under which a client's kept totals change (its attribution_totals_kept row,
@@ -79,7 +86,9 @@ export function dropChangedDays(db: Database, { tenant, timeZone }: Pick<KeptTot
     for (const { totals, lookback_days } of kept) {
       const params = [...tenantParams, change!.earliest, lookback_days, keptZone, totals];
       await tx.query(`DELETE FROM attribution_days WHERE client_id = $1 AND environment = $2 AND totals = $6 AND day >= ${from}`, params);
-      if (totals !== KEPT_VISITS) {
+      if (totals === KEPT_PATHS) {
+        await tx.query(`DELETE FROM attribution_paths WHERE client_id = $1 AND environment = $2 AND day >= ${from}`, params.slice(0, 5));
+      } else if (totals !== KEPT_VISITS) {
         await tx.query(`DELETE FROM attribution_credit_days WHERE client_id = $1 AND environment = $2 AND totals = $6 AND day >= ${from}`, params);
       }
     }
@@ -103,15 +112,57 @@ export function dropKeptDaysBefore(db: Database, { tenant, timeZone }: Pick<Kept
   });
 }
 
+/** A run of consecutive local days [from, to). */
+interface Run {
+  from: string;
+  to: string;
+}
+
 /** Consecutive days as runs [from, to), from sorted `YYYY-MM-DD` dates. */
-function runsOf(days: readonly string[]): { from: string; to: string }[] {
-  const runs: { from: string; to: string }[] = [];
+function runsOf(days: readonly string[]): Run[] {
+  const runs: Run[] = [];
   for (const day of days) {
     const last = runs.at(-1);
     if (last && last.to === day) last.to = addDays(day, 1);
     else runs.push({ from: day, to: addDays(day, 1) });
   }
   return runs;
+}
+
+/** The days of `period` that one of `totals` lacks (`kept`: that all of them have), as runs. */
+async function runsWhere(tx: Queryable, tenant: Tenant, period: Run, totals: readonly string[], kept = false): Promise<Run[]> {
+  const rows = await tx.query<{ day: string }>(
+    `SELECT to_char(d, 'YYYY-MM-DD') AS day
+       FROM generate_series($3::date::timestamp, $4::date::timestamp - interval '1 day', interval '1 day') AS d
+      WHERE ${kept ? 'NOT ' : ''}EXISTS (SELECT FROM unnest($5::text[]) AS t (totals)
+                     WHERE NOT EXISTS (SELECT FROM attribution_days k
+                                        WHERE k.client_id = $1 AND k.environment = $2 AND k.totals = t.totals AND k.day = d::date))
+      ORDER BY d`,
+    [tenant.clientId, tenant.environment, period.from, period.to, totals],
+  );
+  return runsOf(rows.map((row) => row.day));
+}
+
+/** Marks the days of `run` kept for each of `totals`. */
+async function markKept(tx: Queryable, tenant: Tenant, run: Run, totals: readonly string[], lookbackDays: number): Promise<void> {
+  await tx.query(
+    `INSERT INTO attribution_days (client_id, environment, totals, day, lookback_days)
+     SELECT $1, $2, t.totals, d::date, $6
+       FROM unnest($5::text[]) AS t (totals)
+      CROSS JOIN generate_series($3::date::timestamp, $4::date::timestamp - interval '1 day', interval '1 day') AS d`,
+    [tenant.clientId, tenant.environment, run.from, run.to, totals, lookbackDays],
+  );
+}
+
+/**
+ * Takes the client's lock (lockKeptTotals); when its kept days are another zone's (the client's
+ * changed), drops them all, and notes the zone.
+ */
+async function lockInZone(tx: Queryable, tenant: Tenant, timeZone: string): Promise<void> {
+  if ((await lockKeptTotals(tx, tenant, timeZone)) === timeZone) return;
+  const tenantParams = [tenant.clientId, tenant.environment];
+  for (const table of KEPT_TABLES) await tx.query(`DELETE FROM ${table} WHERE client_id = $1 AND environment = $2`, tenantParams);
+  await tx.query('UPDATE attribution_totals_kept SET time_zone = $3, kept_ahead_on = NULL WHERE client_id = $1 AND environment = $2', [...tenantParams, timeZone]);
 }
 
 /** The combinations whose credits one statement computes: those of a window and an accounting mode, which share their paths. */
@@ -125,76 +176,101 @@ function sharingPaths(combinations: readonly AttributionCombination[]): Attribut
 }
 
 /**
+ * Keeps the paths of the orders of the days of `period` that lack them (migration 0020): each
+ * order's row, and its touchpoints within LONGEST_KEPT_WINDOW, as pathsSql finds them for a
+ * period. The keeper's work: a report credits from them where they are kept, and never waits for
+ * them to be found.
+ */
+export async function keepMissingPaths(tx: Queryable, { tenant, timeZone, period }: Omit<KeptTotalsAsked, 'combinations'>): Promise<void> {
+  await lockInZone(tx, tenant, timeZone);
+  const touchpointColumns = 'occurred_at, type, channel, platform_name, platform_account_id, campaign_id, adset_id, ad_id';
+  for (const run of await runsWhere(tx, tenant, period, [KEPT_PATHS])) {
+    const params = [tenant.clientId, tenant.environment, timeZone, run.from, run.to];
+    await tx.query('DELETE FROM attribution_paths WHERE client_id = $1 AND environment = $2 AND day >= $3::date AND day < $4::date', [
+      tenant.clientId,
+      tenant.environment,
+      run.from,
+      run.to,
+    ]);
+    const orders = { purchasedFrom: LOCAL_DAYS_AS_INSTANTS[0], purchasedBefore: LOCAL_DAYS_AS_INSTANTS[1] };
+    await tx.query(
+      `WITH ${pathsSql({ clientId: '$1', environment: '$2', orders, windows: [LONGEST_KEPT_WINDOW] })}
+       INSERT INTO attribution_paths (client_id, environment, day, order_id, touchpoint_id, time_of_purchase, purchase_total, currency, first_order, ${touchpointColumns})
+       SELECT $1, $2, (time_of_purchase AT TIME ZONE $3)::date, order_id, touchpoint_id, time_of_purchase, purchase_total, currency, first_order, ${touchpointColumns}
+         FROM purchase_touchpoints WHERE touchpoint_id IS NOT NULL
+       UNION ALL
+       SELECT $1, $2, (time_of_purchase AT TIME ZONE $3)::date, order_id, '', time_of_purchase, purchase_total, currency, first_order,
+              ${touchpointColumns.split(', ').map(() => 'NULL').join(', ')}
+         FROM purchases`,
+      params,
+    );
+    await markKept(tx, tenant, run, [KEPT_PATHS], 0);
+  }
+}
+
+/**
  * Computes the kept days a report needs and lacks, in the transaction that then reads them: the
  * client's lock is held until the report has read, so no other report drops or writes its days
  * meanwhile. Days of another zone (the client's changed) are all dropped first. The models of a
  * window and mode are credited in one statement (a pass over their paths: eight models of 30 days
- * cost 2.5 times one), over the days any of them lacks.
+ * cost 2.5 times one), over the days any of them lacks; cash days from their kept paths where
+ * those are kept (1.1 s for a month of one model at the benchmark's scale, against 3.3 s).
  */
 export async function keepMissingDays(tx: Queryable, { tenant, timeZone, combinations, period }: KeptTotalsAsked): Promise<void> {
-  const tenantParams = [tenant.clientId, tenant.environment];
-  if ((await lockKeptTotals(tx, tenant, timeZone)) !== timeZone) {
-    for (const table of KEPT_TABLES) await tx.query(`DELETE FROM ${table} WHERE client_id = $1 AND environment = $2`, tenantParams);
-    await tx.query('UPDATE attribution_totals_kept SET time_zone = $3, kept_ahead_on = NULL WHERE client_id = $1 AND environment = $2', [...tenantParams, timeZone]);
-  }
-  /** Runs of the period's days that one of `totals` lacks. */
-  const missingDays = async (totals: string[]) =>
-    runsOf(
-      (
-        await tx.query<{ day: string }>(
-          `SELECT to_char(d, 'YYYY-MM-DD') AS day
-             FROM generate_series($3::date::timestamp, $4::date::timestamp - interval '1 day', interval '1 day') AS d
-            WHERE EXISTS (SELECT FROM unnest($5::text[]) AS t (totals)
-                           WHERE NOT EXISTS (SELECT FROM attribution_days k
-                                              WHERE k.client_id = $1 AND k.environment = $2 AND k.totals = t.totals AND k.day = d::date))
-            ORDER BY d`,
-          [...tenantParams, period.from, period.to, totals],
-        )
-      ).map((row) => row.day),
-    );
+  await lockInZone(tx, tenant, timeZone);
   /**
    * Computes the days that one of `totals` lacks with the CTEs of `group` (attributionCtes at the
    * ad level, over each run of such days), after dropping what the others kept of them; writes
    * them with `insert` (the statement after the CTEs, given the parameters to push its own onto),
-   * and marks the days kept.
+   * and marks the days kept. `fromKeptPaths`: cash credits, read from the kept paths of the days
+   * that have them.
    */
-  const keep = async (totals: string[], lookback: number, group: readonly AttributionCombination[], insert: (params: unknown[]) => string) => {
-    for (const run of await missingDays(totals)) {
-      const runParams = [...tenantParams, run.from, run.to, totals];
-      const inRun = 'client_id = $1 AND environment = $2 AND day >= $3::date AND day < $4::date';
-      await tx.query(`DELETE FROM attribution_days WHERE ${inRun} AND totals = ANY ($5::text[])`, runParams);
-      if (totals.includes(KEPT_VISITS)) await tx.query(`DELETE FROM attribution_visit_days WHERE ${inRun}`, runParams.slice(0, 4));
-      else await tx.query(`DELETE FROM attribution_credit_days WHERE ${inRun} AND totals = ANY ($5::text[])`, runParams);
-      const params: unknown[] = [...tenantParams, timeZone, run.from, run.to];
-      const ctes = attributionCtes({
-        combinations: group.map((combination) => ({ ...combination, modelAsked: combination.model })),
-        params,
-        fromInstant: LOCAL_DAYS_AS_INSTANTS[0],
-        toInstant: LOCAL_DAYS_AS_INSTANTS[1],
-        bucketOf: (instant) => `(${instant} AT TIME ZONE $3)::date`,
-        keys: AD_COLUMNS,
-        kept: [],
-        accountsFromSpend: false,
-      });
-      await tx.query(`WITH ${ctes.join(',\n')}\n${insert(params)}`, params);
-      await tx.query(
-        `INSERT INTO attribution_days (client_id, environment, totals, day, lookback_days)
-         SELECT $1, $2, t.totals, d::date, $6
-           FROM unnest($5::text[]) AS t (totals)
-          CROSS JOIN generate_series($3::date::timestamp, $4::date::timestamp - interval '1 day', interval '1 day') AS d`,
-        [...runParams, lookback],
-      );
+  const keep = async (totals: string[], lookback: number, group: readonly AttributionCombination[], insert: (params: unknown[]) => string, fromKeptPaths = false) => {
+    for (const missing of await runsWhere(tx, tenant, period, totals)) {
+      const withPaths = fromKeptPaths ? await runsWhere(tx, tenant, missing, [KEPT_PATHS], true) : [];
+      const withoutPaths = fromKeptPaths ? await runsWhere(tx, tenant, missing, [KEPT_PATHS]) : [missing];
+      for (const [run, source] of [
+        ...withPaths.map((run) => [run, { kind: 'kept paths', fromDay: '$4::date', toDay: '$5::date' }] as const),
+        ...withoutPaths.map((run) => [run, { kind: 'paths' }] as const),
+      ]) {
+        const runParams = [tenant.clientId, tenant.environment, run.from, run.to, totals];
+        const inRun = 'client_id = $1 AND environment = $2 AND day >= $3::date AND day < $4::date';
+        await tx.query(`DELETE FROM attribution_days WHERE ${inRun} AND totals = ANY ($5::text[])`, runParams);
+        if (totals.includes(KEPT_VISITS)) await tx.query(`DELETE FROM attribution_visit_days WHERE ${inRun}`, runParams.slice(0, 4));
+        else await tx.query(`DELETE FROM attribution_credit_days WHERE ${inRun} AND totals = ANY ($5::text[])`, runParams);
+        const params: unknown[] = [tenant.clientId, tenant.environment, timeZone, run.from, run.to];
+        const ctes = attributionCtes({
+          combinations: group.map((combination) => ({ ...combination, modelAsked: combination.model })),
+          params,
+          fromInstant: LOCAL_DAYS_AS_INSTANTS[0],
+          toInstant: LOCAL_DAYS_AS_INSTANTS[1],
+          bucketOf: (instant) => `(${instant} AT TIME ZONE $3)::date`,
+          keys: AD_COLUMNS,
+          kept: [],
+          source,
+          accountsFromSpend: false,
+        });
+        await tx.query(`WITH ${ctes.join(',\n')}\n${insert(params)}`, params);
+        await markKept(tx, tenant, run, totals, lookback);
+      }
     }
   };
   for (const group of sharingPaths(combinations)) {
     const totals = group.map((combination) => keptTotalsKey(combination.model, windowDaysSql(combination.window)!, combination.accountingMode));
-    await keep(totals, lookbackDays(group[0]!), group, (params) => {
-      const columns = [...AD_COLUMNS, 'currency', 'rev', 'txns', 'rev_ft', 'txns_ft'].join(', ');
-      // credit_totals numbers its rows' combinations from 1, in the order of `group`.
-      return `INSERT INTO attribution_credit_days (client_id, environment, totals, day, n, ${columns})
-              SELECT $1, $2, ($${params.push(totals)}::text[])[combination], bucket, row_number() OVER (PARTITION BY combination, bucket), ${columns}
-                FROM credit_totals`;
-    });
+    const cash = group[0]!.accountingMode === 'cash';
+    await keep(
+      totals,
+      lookbackDays(group[0]!),
+      group,
+      (params) => {
+        const columns = [...AD_COLUMNS, 'currency', 'rev', 'txns', 'rev_ft', 'txns_ft'].join(', ');
+        // credit_totals numbers its rows' combinations from 1, in the order of `group`.
+        return `INSERT INTO attribution_credit_days (client_id, environment, totals, day, n, ${columns})
+                SELECT $1, $2, ($${params.push(totals)}::text[])[combination], bucket, row_number() OVER (PARTITION BY combination, bucket), ${columns}
+                  FROM credit_totals`;
+      },
+      cash,
+    );
   }
   // Visits are the same under every combination: any computes them.
   await keep([KEPT_VISITS], 0, combinations.slice(0, 1), () => {

@@ -3,8 +3,8 @@ import { MODEL_IDS } from '../attribution/models.js';
 import type { Environment, Tenant } from '../auth/tenant.js';
 import type { Database } from '../db/index.js';
 import { startPeriodic } from '../periodic.js';
-import { KEPT_VISITS, combinationOfKeptTotals, type AttributionCombination } from './attributed-rows.js';
-import { dropChangedDays, dropKeptDaysBefore, keepMissingDays, type KeptTotalsAsked } from './daily-totals.js';
+import { KEPT_PATHS, KEPT_VISITS, combinationOfKeptTotals, type AttributionCombination } from './attributed-rows.js';
+import { dropChangedDays, dropKeptDaysBefore, keepMissingDays, keepMissingPaths, type KeptTotalsAsked } from './daily-totals.js';
 import { addDays, localToday } from './period.js';
 import { inRowsTransaction } from './rows.js';
 
@@ -20,6 +20,9 @@ import { inRowsTransaction } from './rows.js';
  * - once a day of each client's zone, for every client with production orders or touchpoints, it
  *   drops the kept days before the keeper's days and keeps those of the dashboard's window and
  *   mode ahead, for every model, so that the dashboard opens, and switches models, on kept days.
+ *
+ * With the cash days it keeps, it keeps their orders' paths (daily-totals.ts, keepMissingPaths),
+ * so that the first report of another window or model credits them without finding them.
  *
  * It works under the client's lock, as reports do, a piece of days at a time: a report arriving
  * meanwhile waits for the piece, then reads.
@@ -44,14 +47,21 @@ const keepersPeriod = (timeZone: string, { days, now }: KeepersDays) => {
   return { from: addDays(today, -days), to: today };
 };
 
-/** Computes the kept days `asked` lacks, a piece of days at a time, the latest first. */
+/**
+ * Computes the kept days `asked` (cash combinations) lacks, a piece of days at a time, the latest
+ * first: the paths of the piece's orders first, then the combinations' credits from them.
+ */
 async function keepInPieces(db: Database, asked: KeptTotalsAsked, signal?: AbortSignal): Promise<void> {
   for (let to = asked.period.to; to > asked.period.from; ) {
     // A stopping process leaves the rest to the next keeper or report.
     if (signal?.aborted) return;
     const pieceFrom = addDays(to, -PIECE_DAYS);
     const from = pieceFrom > asked.period.from ? pieceFrom : asked.period.from;
-    await inRowsTransaction(db, (tx) => keepMissingDays(tx, { ...asked, period: { kind: 'days', from, to } }));
+    const piece: KeptTotalsAsked = { ...asked, period: { kind: 'days', from, to } };
+    await inRowsTransaction(db, async (tx) => {
+      await keepMissingPaths(tx, piece);
+      await keepMissingDays(tx, piece);
+    });
     to = from;
   }
 }
@@ -70,9 +80,9 @@ export async function refreshKeptTotals(db: Database, tenant: Tenant, timeZone: 
   const kept = await db.query<{ from: string; to: string; totals: string[] }>(
     `SELECT "from", "to", array_agg(totals ORDER BY totals) AS totals
        FROM (SELECT totals, to_char(min(day), 'YYYY-MM-DD') AS "from", to_char(max(day) + 1, 'YYYY-MM-DD') AS "to"
-               FROM attribution_days WHERE client_id = $1 AND environment = $2 AND totals <> $3 AND day >= $4::date GROUP BY totals) AS ranges
+               FROM attribution_days WHERE client_id = $1 AND environment = $2 AND totals <> ALL ($3::text[]) AND day >= $4::date GROUP BY totals) AS ranges
       GROUP BY "from", "to" ORDER BY "to" DESC, "from"`,
-    [tenant.clientId, tenant.environment, KEPT_VISITS, since],
+    [tenant.clientId, tenant.environment, [KEPT_VISITS, KEPT_PATHS], since],
   );
   await dropChangedDays(db, { tenant, timeZone });
   for (const { totals, from, to } of kept) {
