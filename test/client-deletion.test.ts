@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { after, test } from 'node:test';
 import { createClientDeletion } from '../src/clients/deletion.js';
+import { keepMissingPaths } from '../src/exports/daily-totals.js';
 import {
   ADMIN_TOKEN,
   assertErrorEnvelope,
@@ -50,6 +51,10 @@ async function populated(name: string): Promise<{ client: TestClient; exportId: 
     headers: client.headers,
   });
   assert.equal(report.statusCode, 200, report.body);
+  // The keeper keeps the paths of the days it keeps.
+  const [{ time_zone: timeZone }] = (await service.db.query<{ time_zone: string }>('SELECT time_zone FROM clients WHERE client_id = $1', [client.client_id])) as [{ time_zone: string }];
+  const tenant = { clientId: client.client_id, environment: 'production' as const, dryRun: false };
+  await service.db.transaction((tx) => keepMissingPaths(tx, { tenant, timeZone, period: { kind: 'days', from: '2024-03-08', to: '2024-03-09' } }));
   return { client, exportId };
 }
 
@@ -77,6 +82,8 @@ test('deleting a client removes every row of it in both environments and its exp
   fs.mkdirSync(leftover, { recursive: true });
   assert.equal(exportFiles(gone.exportId).length, 1);
   const keptBefore = { rows: await rowsOf(kept.client.client_id), orders: (await listOrders(service.uat, kept.client, { start_date: '2024-03-01', end_date: '2024-03-31' })).body };
+  const pathRows = (await rowsOf(gone.client.client_id)).attribution_paths!;
+  assert.ok(pathRows > 0);
 
   const response = await service.production.inject({ method: 'DELETE', url: `/admin/v1/clients/${gone.client.client_id}`, headers: admin });
   assert.equal(response.statusCode, 200, response.body);
@@ -91,7 +98,7 @@ test('deleting a client removes every row of it in both environments and its exp
       deleted: {
         api_keys: 1, exports: 1, order_aliases: 2, orders: 4, identities: 2, touchpoints: 2, spend_hourly: 4, spend_daily: 2, ad_accounts: 2,
         // The report's day: credits of the path's touchpoint and of the unattributed order; visits.
-        attribution_credit_days: 2, attribution_visit_days: 1, attribution_days: 2, attribution_totals_kept: 1,
+        attribution_credit_days: 2, attribution_visit_days: 1, attribution_days: 3, attribution_totals_kept: 1, attribution_paths: pathRows,
         clients: 1,
       },
     },
