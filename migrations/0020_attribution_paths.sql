@@ -13,12 +13,15 @@
 --   before its purchase, with what crediting reads of the order (time, total, currency, whether
 --   it is its customer's first) and of the touchpoint (time, type, channel, ad object). The days
 --   kept are attribution_days rows of the totals `paths`, dropped by the same change instants as
---   cash totals: a write reaches the paths of the orders placed from its instant on.
+--   cash totals: a write reaches the paths of the orders placed from its instant on. Rows are
+--   numbered within their day (`n`), as kept credits are: the key of order and touchpoint ids made
+--   an index of 235 MB for the benchmark's 90 days (2.2 million rows), against about 100 MB.
 
 CREATE TABLE attribution_paths (
   client_id           uuid NOT NULL REFERENCES clients (client_id) ON DELETE CASCADE,
   environment         text NOT NULL CHECK (environment IN ('production', 'uat')),
   day                 date NOT NULL,
+  n                   int NOT NULL,
   order_id            text COLLATE "C" NOT NULL,
   touchpoint_id       text COLLATE "C" NOT NULL,
   time_of_purchase    timestamptz NOT NULL,
@@ -33,7 +36,7 @@ CREATE TABLE attribution_paths (
   campaign_id         text COLLATE "C",
   adset_id            text COLLATE "C",
   ad_id               text COLLATE "C",
-  PRIMARY KEY (client_id, environment, day, order_id, touchpoint_id)
+  PRIMARY KEY (client_id, environment, day, n)
 );
 
 -- The keeper keeps the paths of the days it keeps ahead from its next pass on: every client is due.

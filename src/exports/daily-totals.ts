@@ -193,15 +193,16 @@ export async function keepMissingPaths(tx: Queryable, { tenant, timeZone, period
       run.to,
     ]);
     const orders = { purchasedFrom: LOCAL_DAYS_AS_INSTANTS[0], purchasedBefore: LOCAL_DAYS_AS_INSTANTS[1] };
+    const columns = `order_id, touchpoint_id, time_of_purchase, purchase_total, currency, first_order, ${touchpointColumns}`;
     await tx.query(
       `WITH ${pathsSql({ clientId: '$1', environment: '$2', orders, windows: [LONGEST_KEPT_WINDOW] })}
-       INSERT INTO attribution_paths (client_id, environment, day, order_id, touchpoint_id, time_of_purchase, purchase_total, currency, first_order, ${touchpointColumns})
-       SELECT $1, $2, (time_of_purchase AT TIME ZONE $3)::date, order_id, touchpoint_id, time_of_purchase, purchase_total, currency, first_order, ${touchpointColumns}
-         FROM purchase_touchpoints WHERE touchpoint_id IS NOT NULL
-       UNION ALL
-       SELECT $1, $2, (time_of_purchase AT TIME ZONE $3)::date, order_id, '', time_of_purchase, purchase_total, currency, first_order,
-              ${touchpointColumns.split(', ').map(() => 'NULL').join(', ')}
-         FROM purchases`,
+       INSERT INTO attribution_paths (client_id, environment, day, n, ${columns})
+       SELECT $1, $2, day, row_number() OVER (PARTITION BY day), ${columns}
+         FROM (SELECT (time_of_purchase AT TIME ZONE $3)::date AS day, ${columns} FROM purchase_touchpoints WHERE touchpoint_id IS NOT NULL
+               UNION ALL
+               SELECT (time_of_purchase AT TIME ZONE $3)::date, order_id, '', time_of_purchase, purchase_total, currency, first_order,
+                      ${touchpointColumns.split(', ').map(() => 'NULL').join(', ')}
+                 FROM purchases) AS kept`,
       params,
     );
     await markKept(tx, tenant, run, [KEPT_PATHS], 0);
