@@ -418,7 +418,7 @@ const keptAhead = (store: Store, clientId: string) =>
   );
 
 /**
- * Gathers the statistics of the kept days the keeper wrote, as autovacuum would soon after (it is
+ * Gathers the statistics of the kept days and paths the keeper wrote, as autovacuum would soon after (it is
  * off on the benchmark's machine, docs/benchmarks.md): without them, reports' reads are planned
  * for tables of a few rows.
  */
@@ -426,7 +426,7 @@ async function analyzeKeptDays(store: Store): Promise<void> {
   const client = new pg.Client({ connectionString: store.env.DATABASE_URL });
   await client.connect();
   try {
-    await client.query('ANALYZE attribution_days, attribution_credit_days, attribution_visit_days');
+    await client.query('ANALYZE attribution_days, attribution_credit_days, attribution_visit_days, attribution_paths');
   } finally {
     await client.end();
   }
