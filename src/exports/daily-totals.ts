@@ -43,8 +43,6 @@ const lookbackDays = (combination: AttributionCombination) => (combination.accou
 
 const KEPT_TABLES = ['attribution_days', 'attribution_credit_days', 'attribution_visit_days', 'attribution_paths'];
 
-
-
 /**
  * Takes the lock under which a client's kept totals change (its attribution_totals_kept row,
  * made on first use), and answers the zone their days are local days of.
