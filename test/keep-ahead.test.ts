@@ -139,6 +139,31 @@ test('other windows and models of cash days are credited from the paths kept wit
   assert.ok(Math.abs(revenue(doubled) - 2 * revenue(original)) < 1e-5, `${revenue(doubled)} is twice ${revenue(original)}`);
 });
 
+test("a day's kept paths are those of the orders of its local day: one late in the evening, the next day in UTC, is the day's", async () => {
+  const client = await clientWithData('evening order');
+  const day = addDays(today, -10);
+  await call(client, 'POST', '/v1/touchpoints', { data: [{ touchpoint_id: 'evening', occurred_at: `${day}T16:00:00Z`, customer_id: 'c3', platform_name: 'meta', campaign_id: 'evening' }] });
+  // 03:30 UTC the next day: 22:30 or 23:30 of the day in New York.
+  const evening = minimalOrder('evening', { customer_id: 'c3', time_of_purchase: `${addDays(day, 1)}T03:30:00Z`, currency: 'USD', purchase_total: 70, products: [{ id: 'p', name: 'P', quantity: 1, price: 70 }] });
+  await call(client, 'POST', '/v2/orders', [evening]);
+  await keepAhead(service.db, tenantOf(client), ZONE, { days: DAYS, now });
+  const fromPaths = await report(client, 'linear', '7', [day]);
+  assert.equal(fromPaths.totals.rev, 70);
+  await wipeKeptTotals(client);
+  assert.deepEqual(await report(client, 'linear', '7', [day]), fromPaths);
+});
+
+test('accrual days are credited from the touchpoints, never from kept paths: orders after the days credit their touchpoints', async () => {
+  const client = await clientWithData('accrual beside kept paths');
+  await keepAhead(service.db, tenantOf(client), ZONE, { days: DAYS, now });
+  // t2, 6 days ago, is in the 7-day path of o1, 2 days ago: after the days asked.
+  const days = lastDays.slice(-10, -5);
+  const accrual = await report(client, 'linear', '7', days, 'accrual');
+  assert.ok(accrual.totals.rev! > 0);
+  await wipeKeptTotals(client);
+  assert.deepEqual(await report(client, 'linear', '7', days, 'accrual'), accrual);
+});
+
 test('the keeper keeps them ahead in the background, and computes every model again after a late write', async () => {
   const other = await clientWithData('kept by the keeper');
   const keeper = startKeptTotalsKeeper({ db: service.db, intervalMs: 20, keepersDays: DAYS });
