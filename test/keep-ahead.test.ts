@@ -4,7 +4,7 @@ import { after, test } from 'node:test';
 import type { Logger } from 'pino';
 import { MODEL_IDS } from '../src/attribution/models.js';
 import type { Tenant } from '../src/auth/tenant.js';
-import { DUE_AHEAD, KEPT_AHEAD, keepAhead, startKeptTotalsKeeper } from '../src/exports/keeper.js';
+import { DUE_AHEAD, KEPT_AHEAD, keepAhead, refreshKeptTotals, startKeptTotalsKeeper } from '../src/exports/keeper.js';
 import { addDays, localToday } from '../src/exports/period.js';
 import { ADMIN_TOKEN, hourlySpend, minimalOrder, startService, type TestClient } from './helpers.js';
 
@@ -162,6 +162,22 @@ test('accrual days are credited from the touchpoints, never from kept paths: ord
   assert.ok(accrual.totals.rev! > 0);
   await wipeKeptTotals(client);
   assert.deepEqual(await report(client, 'linear', '7', days, 'accrual'), accrual);
+});
+
+test("today's cash days a report kept are computed again after writes, but today's paths are never kept: live orders would change them at every pass", async () => {
+  const client = await clientWithData('today');
+  const days = [...lastDays.slice(-3), today];
+  await report(client, 'linear', '14', days);
+  await keepAhead(service.db, tenantOf(client), ZONE, { days: DAYS, now });
+  assert.deepEqual([...(await keptDays(client, 'paths')).keys()], lastDays, "the keeper's days' paths");
+  const before = await keptDays(client, 'linear/14/cash');
+  await call(client, 'POST', '/v1/touchpoints', { data: [{ touchpoint_id: 'live', occurred_at: now.toISOString(), customer_id: 'c1' }] });
+  await refreshKeptTotals(service.db, tenantOf(client), ZONE, { days: DAYS, now });
+  const after = await keptDays(client, 'linear/14/cash');
+  assert.deepEqual([...after.keys()], days);
+  assert.notEqual(after.get(today), before.get(today), 'today computed again');
+  assert.equal(after.get(days[0]!), before.get(days[0]!), 'the days before kept');
+  assert.deepEqual([...(await keptDays(client, 'paths')).keys()], lastDays, 'no paths of today');
 });
 
 test('the keeper keeps them ahead in the background, and computes every model again after a late write', async () => {

@@ -49,9 +49,11 @@ const keepersPeriod = (timeZone: string, { days, now }: KeepersDays) => {
 
 /**
  * Computes the kept days `asked` (cash combinations) lacks, a piece of days at a time, the latest
- * first: the paths of the piece's orders first, then the combinations' credits from them.
+ * first: the paths of the piece's orders first, those of days before `today` only, then the
+ * combinations' credits from them. Today's paths are not kept: live orders change them at every
+ * pass, and finding a day's paths reads the 90 days of touchpoints before it.
  */
-async function keepInPieces(db: Database, asked: KeptTotalsAsked, signal?: AbortSignal): Promise<void> {
+async function keepInPieces(db: Database, asked: KeptTotalsAsked, today: string, signal?: AbortSignal): Promise<void> {
   for (let to = asked.period.to; to > asked.period.from; ) {
     // A stopping process leaves the rest to the next keeper or report.
     if (signal?.aborted) return;
@@ -59,7 +61,7 @@ async function keepInPieces(db: Database, asked: KeptTotalsAsked, signal?: Abort
     const from = pieceFrom > asked.period.from ? pieceFrom : asked.period.from;
     const piece: KeptTotalsAsked = { ...asked, period: { kind: 'days', from, to } };
     await inRowsTransaction(db, async (tx) => {
-      await keepMissingPaths(tx, piece);
+      if (from < today) await keepMissingPaths(tx, { ...piece, period: { kind: 'days', from, to: to < today ? to : today } });
       await keepMissingDays(tx, piece);
     });
     to = from;
@@ -76,7 +78,7 @@ async function keepInPieces(db: Database, asked: KeptTotalsAsked, signal?: Abort
  * order would drop them before anybody read them.
  */
 export async function refreshKeptTotals(db: Database, tenant: Tenant, timeZone: string, keepers: KeepersDays, signal?: AbortSignal): Promise<void> {
-  const { from: since } = keepersPeriod(timeZone, keepers);
+  const { from: since, to: today } = keepersPeriod(timeZone, keepers);
   const kept = await db.query<{ from: string; to: string; totals: string[] }>(
     `SELECT "from", "to", array_agg(totals ORDER BY totals) AS totals
        FROM (SELECT totals, to_char(min(day), 'YYYY-MM-DD') AS "from", to_char(max(day) + 1, 'YYYY-MM-DD') AS "to"
@@ -87,7 +89,7 @@ export async function refreshKeptTotals(db: Database, tenant: Tenant, timeZone: 
   await dropChangedDays(db, { tenant, timeZone });
   for (const { totals, from, to } of kept) {
     const combinations = totals.map(combinationOfKeptTotals).filter((combination) => combination.accountingMode === 'cash');
-    if (combinations.length > 0) await keepInPieces(db, { tenant, timeZone, combinations, period: { kind: 'days', from, to } }, signal);
+    if (combinations.length > 0) await keepInPieces(db, { tenant, timeZone, combinations, period: { kind: 'days', from, to } }, today, signal);
   }
 }
 
@@ -101,7 +103,7 @@ export async function keepAhead(db: Database, tenant: Tenant, timeZone: string, 
   const combinations = MODEL_IDS.map((model) => ({ model, modelAsked: model, ...KEPT_AHEAD }));
   await refreshKeptTotals(db, tenant, timeZone, keepers, signal);
   await dropKeptDaysBefore(db, { tenant, timeZone }, period.from);
-  await keepInPieces(db, { tenant, timeZone, combinations, period: { kind: 'days', ...period } }, signal);
+  await keepInPieces(db, { tenant, timeZone, combinations, period: { kind: 'days', ...period } }, period.to, signal);
   if (signal?.aborted) return;
   await db.query('UPDATE attribution_totals_kept SET kept_ahead_on = $3 WHERE client_id = $1 AND environment = $2 AND time_zone = $4', [
     tenant.clientId,
