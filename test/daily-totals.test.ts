@@ -251,16 +251,17 @@ const patchWrite = fc.record({ id: pick('o', 3), at: day }).map((patch) => ({ ki
 type ValueOf<A> = A extends fc.Arbitrary<infer T> ? T : never;
 type Write = ValueOf<ReturnType<typeof touchpointsWrite> | typeof linkWrite | typeof ordersWrite | typeof patchWrite>;
 
-/** Sends `writes` to a new pair of clients, one keeping its totals, and compares their reports after each. */
+/** Sends `writes` to new clients, one keeping its totals, one kept by the keeper, one computing afresh, and compares their reports after each. */
 async function assertKeptEqualsFreshAfter(writes: readonly Write[], run: string): Promise<void> {
   const queries = [
     { ...PERIOD, granularity: 'DAILY', level: 'campaign', metrics: METRICS, model: 'linear', window: '7', mode: 'cash' },
     { ...PERIOD, granularity: 'PERIOD', level: 'ad', metrics: METRICS, model: 'position_based', window: '7', mode: 'accrual' },
   ];
   const pair = [await service.createClient(`kept ${run}`), await service.createClient(`fresh ${run}`)] as const;
+  const keptByKeeper = await service.createClient(`kept by the keeper ${run}`);
   const orders = new Set<string>();
   const send = async (method: 'POST' | 'PATCH', url: string, payload: unknown) => {
-    for (const client of pair) await call(client, method, url, payload);
+    for (const client of [...pair, keptByKeeper]) await call(client, method, url, payload);
   };
   for (const step of writes) {
     if (step.kind === 'touchpoints') {
@@ -277,10 +278,13 @@ async function assertKeptEqualsFreshAfter(writes: readonly Write[], run: string)
     } else if (orders.has(step.patch.id)) {
       await send('PATCH', '/v2/orders', [{ order_id: step.patch.id, time_of_purchase: step.patch.at }]);
     }
+    await refreshAsTheKeeper(keptByKeeper);
     for (const query of queries) {
       const fromKept = await report(pair[0], query);
       await wipeKeptTotals(pair[1]);
-      assert.deepEqual(fromKept, await report(pair[1], query), `${JSON.stringify(writes)}: ${JSON.stringify(query)}`);
+      const afresh = await report(pair[1], query);
+      assert.deepEqual(fromKept, afresh, `${JSON.stringify(writes)}: ${JSON.stringify(query)}`);
+      assert.deepEqual(await report(keptByKeeper, query), afresh, `${JSON.stringify(writes)}, kept by the keeper: ${JSON.stringify(query)}`);
     }
   }
 }
