@@ -112,6 +112,22 @@ function keptPaths(tenantOf: TenantOf, { keptFrom, keptBefore }: { keptFrom: str
     paths AS (${eachWindow('p')}),
     candidates AS (${eachWindow('c')})`;
 }
+/** The columns of a kept path's row (attribution_paths, after its key): the order's, then the touchpoint's. */
+export const KEPT_PATH_COLUMNS = ['order_id', 'time_of_purchase', 'purchase_total', 'currency', 'first_order', ...TOUCHPOINT_COLUMNS];
+
+/**
+ * The rows of kept paths of the orders of `purchases`, after `WITH ${pathsSql(…)}` of a period at
+ * LONGEST_KEPT_WINDOW: `day` (`dayOf` their purchase) and KEPT_PATH_COLUMNS, the order's row (its
+ * touchpoint_id '', the touchpoint's columns null) and one per touchpoint. keptPaths reads them.
+ */
+export function pathsToKeepSql(dayOf: (instant: string) => string): string {
+  const orderColumns = KEPT_PATH_COLUMNS.filter((column) => !TOUCHPOINT_COLUMNS.includes(column)).join(', ');
+  return `
+    SELECT ${dayOf('time_of_purchase')} AS day, ${KEPT_PATH_COLUMNS.join(', ')} FROM purchase_touchpoints WHERE touchpoint_id IS NOT NULL
+    UNION ALL
+    SELECT ${dayOf('time_of_purchase')}, ${orderColumns}, '', ${TOUCHPOINT_COLUMNS.slice(1).map(() => 'NULL').join(', ')} FROM purchases`;
+}
+
 /** The conditions that `column` is at most the largest window before `instant`: none for UNLIMITED. */
 type NotBefore = (column: string, instant: string) => string[];
 

@@ -1,5 +1,5 @@
 import { DAY_MS, UNLIMITED, windowDaysSql } from '../attribution/models.js';
-import { LONGEST_KEPT_WINDOW, pathsSql } from '../attribution/paths.js';
+import { KEPT_PATH_COLUMNS, LONGEST_KEPT_WINDOW, pathsSql, pathsToKeepSql } from '../attribution/paths.js';
 import type { Tenant } from '../auth/tenant.js';
 import type { Database, Queryable } from '../db/index.js';
 import { AD_COLUMNS, KEPT_PATHS, KEPT_VISITS, attributionCtes, keptTotalsKey, type AttributionCombination } from './attributed-rows.js';
@@ -181,28 +181,16 @@ function sharingPaths(combinations: readonly AttributionCombination[]): Attribut
  */
 export async function keepMissingPaths(tx: Queryable, { tenant, timeZone, period }: Omit<KeptTotalsAsked, 'combinations'>): Promise<void> {
   await lockInZone(tx, tenant, timeZone);
-  const touchpointColumns = 'occurred_at, type, channel, platform_name, platform_account_id, campaign_id, adset_id, ad_id';
+  const orders = { purchasedFrom: LOCAL_DAYS_AS_INSTANTS[0], purchasedBefore: LOCAL_DAYS_AS_INSTANTS[1] };
+  const columns = KEPT_PATH_COLUMNS.join(', ');
+  const insert = `WITH ${pathsSql({ clientId: '$1', environment: '$2', orders, windows: [LONGEST_KEPT_WINDOW] })}
+    INSERT INTO attribution_paths (client_id, environment, day, n, ${columns})
+    SELECT $1, $2, day, row_number() OVER (PARTITION BY day), ${columns}
+      FROM (${pathsToKeepSql((instant) => `(${instant} AT TIME ZONE $3)::date`)}) AS kept`;
   for (const run of await runsWhere(tx, tenant, period, [KEPT_PATHS])) {
-    const params = [tenant.clientId, tenant.environment, timeZone, run.from, run.to];
-    await tx.query('DELETE FROM attribution_paths WHERE client_id = $1 AND environment = $2 AND day >= $3::date AND day < $4::date', [
-      tenant.clientId,
-      tenant.environment,
-      run.from,
-      run.to,
-    ]);
-    const orders = { purchasedFrom: LOCAL_DAYS_AS_INSTANTS[0], purchasedBefore: LOCAL_DAYS_AS_INSTANTS[1] };
-    const columns = `order_id, touchpoint_id, time_of_purchase, purchase_total, currency, first_order, ${touchpointColumns}`;
-    await tx.query(
-      `WITH ${pathsSql({ clientId: '$1', environment: '$2', orders, windows: [LONGEST_KEPT_WINDOW] })}
-       INSERT INTO attribution_paths (client_id, environment, day, n, ${columns})
-       SELECT $1, $2, day, row_number() OVER (PARTITION BY day), ${columns}
-         FROM (SELECT (time_of_purchase AT TIME ZONE $3)::date AS day, ${columns} FROM purchase_touchpoints WHERE touchpoint_id IS NOT NULL
-               UNION ALL
-               SELECT (time_of_purchase AT TIME ZONE $3)::date, order_id, '', time_of_purchase, purchase_total, currency, first_order,
-                      ${touchpointColumns.split(', ').map(() => 'NULL').join(', ')}
-                 FROM purchases) AS kept`,
-      params,
-    );
+    const inRun = [tenant.clientId, tenant.environment, run.from, run.to];
+    await tx.query('DELETE FROM attribution_paths WHERE client_id = $1 AND environment = $2 AND day >= $3::date AND day < $4::date', inRun);
+    await tx.query(insert, [tenant.clientId, tenant.environment, timeZone, run.from, run.to]);
     await markKept(tx, tenant, run, [KEPT_PATHS], 0);
   }
 }
