@@ -100,10 +100,10 @@ async function assertKeptEqualsFresh(step: string): Promise<Record<string, unkno
   return answers;
 }
 
-/** The kept days of a client's totals, with the transaction that wrote each (PostgreSQL's xmin). */
+/** The kept days of a client's totals (not stale), with the transaction that wrote each (PostgreSQL's xmin). */
 async function keptDays(client: TestClient, totals: string): Promise<Map<string, string>> {
   const rows = await service.db.query<{ day: string; writer: string }>(
-    `SELECT to_char(day, 'YYYY-MM-DD') AS day, xmin::text AS writer FROM attribution_days WHERE client_id = $1 AND totals = $2 ORDER BY day`,
+    `SELECT to_char(day, 'YYYY-MM-DD') AS day, xmin::text AS writer FROM attribution_days WHERE client_id = $1 AND totals = $2 AND NOT stale ORDER BY day`,
     [client.client_id, totals],
   );
   return new Map(rows.map((row) => [row.day, row.writer]));

@@ -60,10 +60,10 @@ async function clientWithData(name: string, port = app): Promise<TestClient> {
 const tenantOf = (client: TestClient): Tenant => ({ clientId: client.client_id, environment: 'production', dryRun: false });
 const aheadTotals = MODEL_IDS.map((model) => `${model}/${KEPT_AHEAD.window}/${KEPT_AHEAD.accountingMode}`);
 
-/** The kept days of a client's totals, with the transaction that wrote each (PostgreSQL's xmin). */
+/** The kept days of a client's totals (not stale), with the transaction that wrote each (PostgreSQL's xmin). */
 async function keptDays(client: TestClient, totals: string): Promise<Map<string, string>> {
   const rows = await service.db.query<{ day: string; writer: string }>(
-    `SELECT to_char(day, 'YYYY-MM-DD') AS day, xmin::text AS writer FROM attribution_days WHERE client_id = $1 AND totals = $2 ORDER BY day`,
+    `SELECT to_char(day, 'YYYY-MM-DD') AS day, xmin::text AS writer FROM attribution_days WHERE client_id = $1 AND totals = $2 AND NOT stale ORDER BY day`,
     [client.client_id, totals],
   );
   return new Map(rows.map((row) => [row.day, row.writer]));
@@ -180,19 +180,20 @@ test("today's cash days a report kept are computed again after writes, but today
   assert.deepEqual([...(await keptDays(client, 'paths')).keys()], lastDays, 'no paths of today');
 });
 
+async function waitFor(what: string, done: () => Promise<boolean>) {
+  for (let waited = 0; !(await done()); waited += 20) {
+    assert.ok(waited < 30_000, what);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+const everyModelKept = async (client: TestClient) => {
+  for (const totals of aheadTotals) if ((await keptDays(client, totals)).size < DAYS) return false;
+  return true;
+};
+
 test('the keeper keeps them ahead in the background, and computes every model again after a late write', async () => {
   const other = await clientWithData('kept by the keeper');
   const keeper = startKeptTotalsKeeper({ db: service.db, intervalMs: 20, keepersDays: DAYS });
-  const waitFor = async (what: string, done: () => Promise<boolean>) => {
-    for (let waited = 0; !(await done()); waited += 20) {
-      assert.ok(waited < 30_000, what);
-      await new Promise((resolve) => setTimeout(resolve, 20));
-    }
-  };
-  const everyModelKept = async (client: TestClient) => {
-    for (const totals of aheadTotals) if ((await keptDays(client, totals)).size < DAYS) return false;
-    return true;
-  };
   try {
     await waitFor('the keeper kept the days ahead', async () => !(await due(now)).includes(other.client_id) && (await everyModelKept(other)));
     const before = await Promise.all(aheadTotals.map((totals) => keptDays(other, totals)));
@@ -212,6 +213,39 @@ test('the keeper keeps them ahead in the background, and computes every model ag
   const fromKept = await report(other, 'position_based');
   await wipeKeptTotals(other);
   assert.deepEqual(await report(other, 'position_based'), fromKept);
+});
+
+test("after a report took a late write's change, the keeper computes again what it made stale: the other models' days, and their paths", async () => {
+  const client = await clientWithData('a report first');
+  await keepAhead(service.db, tenantOf(client), ZONE, { days: DAYS, now });
+  const kept = [...aheadTotals, 'paths', 'visits'];
+  const before = await Promise.all(kept.map((totals) => keptDays(client, totals)));
+  await call(client, 'POST', '/v1/touchpoints', { data: [{ touchpoint_id: 'late', occurred_at: noonBefore(5), customer_id: 'c2', platform_name: 'google', campaign_id: 'search' }] });
+  const changed = addDays(today, -5);
+  await report(client, 'linear');
+  assert.equal((await service.db.query('SELECT FROM attribution_changes WHERE client_id = $1', [client.client_id])).length, 0, 'the report took the change');
+  const untouched = lastDays.filter((day) => day < changed);
+  assert.deepEqual([...(await keptDays(client, 'first_touch/30/cash')).keys()], untouched, "another model's changed days are stale");
+  assert.deepEqual([...(await keptDays(client, 'paths')).keys()], untouched, 'so are their paths');
+
+  const keeper = startKeptTotalsKeeper({ db: service.db, intervalMs: 20, keepersDays: DAYS });
+  const staleDays = async () => (await service.db.query('SELECT FROM attribution_days WHERE client_id = $1 AND stale', [client.client_id])).length;
+  try {
+    await waitFor('the keeper computed the stale days again', async () => (await staleDays()) === 0 && (await everyModelKept(client)));
+  } finally {
+    await keeper.stop();
+  }
+  for (const [n, totals] of kept.entries()) {
+    const after = await keptDays(client, totals);
+    assert.deepEqual([...after.keys()], lastDays, `${totals}: every day kept`);
+    for (const [day, writer] of after) {
+      if (day < changed) assert.equal(writer, before[n]!.get(day), `${totals} ${day} kept`);
+      else if (totals !== 'linear/30/cash') assert.notEqual(writer, before[n]!.get(day), `${totals} ${day} computed again`);
+    }
+  }
+  const fromKept = await report(client, 'first_touch', '7');
+  await wipeKeptTotals(client);
+  assert.deepEqual(await report(client, 'first_touch', '7'), fromKept);
 });
 
 test("keeping ahead computes again the other cash days a write changed, drops those before the keeper's days, and starts over in a new zone", async () => {
@@ -271,10 +305,12 @@ test('a client whose kept totals cannot be computed is logged and left alone for
   const errors: { client_id?: string }[] = [];
   const logger = { error: (fields: { client_id?: string }) => errors.push(fields) } as unknown as Logger;
   const keeper = startKeptTotalsKeeper({ db: failingDb, intervalMs: 10, keepersDays: DAYS, logger });
-  const changesNoted = async (client: TestClient) =>
-    (await service.db.query('SELECT FROM attribution_changes WHERE client_id = $1', [client.client_id])).length;
+  /** A change noted, or days it made stale: what the keeper has to compute. */
+  const toCompute = async (client: TestClient) =>
+    (await service.db.query('SELECT FROM attribution_changes WHERE client_id = $1', [client.client_id])).length +
+    (await service.db.query('SELECT FROM attribution_days WHERE client_id = $1 AND stale', [client.client_id])).length;
   try {
-    for (let waited = 0; (await changesNoted(healthy)) > 0; waited += 20) {
+    for (let waited = 0; (await toCompute(healthy)) > 0; waited += 20) {
       assert.ok(waited < 30_000, 'the healthy client was refreshed');
       await new Promise((resolve) => setTimeout(resolve, 20));
     }
@@ -287,5 +323,5 @@ test('a client whose kept totals cannot be computed is logged and left alone for
     [failing.client_id],
     'logged once, not at every pass',
   );
-  assert.ok((await changesNoted(failing)) > 0, "the failing client's change is still noted, for its next report");
+  assert.ok((await toCompute(failing)) > 0, "the failing client's changed days are still to compute, by its next report");
 });

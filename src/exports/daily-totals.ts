@@ -14,8 +14,8 @@ import { LOCAL_DAYS_AS_INSTANTS, type RowsPlan } from './rows.js';
  * then reads them summed to its level and buckets (rows.ts, `fromKeptTotals`).
  *
  * Writes lower their client's change instant (src/attribution/changes.ts); before a report reads,
- * the days that instant may have changed are dropped, then the days missing are computed. The
- * UNLIMITED window is never kept: any write can change any later day under it.
+ * the days that instant may have changed are marked stale, then the days missing or stale are
+ * computed. The UNLIMITED window is never kept: any write can change any later day under it.
  *
  * The keeper also keeps the paths of the orders of the days whose cash totals it keeps (migration
  * 0020, keepMissingPaths): the cash days a report lacks are credited from them where they are kept,
@@ -61,12 +61,14 @@ async function lockKeptTotals(tx: Queryable, { clientId, environment }: Tenant, 
 }
 
 /**
- * Drops the kept days that writes since the last report may have changed, and clears the change
- * instant. A transaction of its own, kept short: writes of the client wait for its lock on the
- * change row. Changes committed after it stay noted for the next report. Each combination's days
- * go by a bound of their own (its lookback), which the keys' day column can find.
+ * Marks stale the kept days that writes since the last report may have changed (migration 0021),
+ * and clears the change instant. A transaction of its own, kept short: writes of the client wait
+ * for its lock on the change row. Changes committed after it stay noted for the next report. Each
+ * day goes by the bound of its own totals (its lookback). A stale day is missing to reports; the
+ * keeper computes the stale cash days among its days again (refreshKeptTotals), whoever took the
+ * change. Their rows are replaced when the day is computed again.
  */
-export function dropChangedDays(db: Database, { tenant, timeZone }: Pick<KeptTotalsAsked, 'tenant' | 'timeZone'>): Promise<void> {
+export function markChangedDaysStale(db: Database, { tenant, timeZone }: Pick<KeptTotalsAsked, 'tenant' | 'timeZone'>): Promise<void> {
   return db.transaction(async (tx) => {
     const tenantParams = [tenant.clientId, tenant.environment];
     const keptZone = await lockKeptTotals(tx, tenant, timeZone);
@@ -75,24 +77,14 @@ export function dropChangedDays(db: Database, { tenant, timeZone }: Pick<KeptTot
       tenantParams,
     );
     if (slots.length === 0) return;
-    const [change] = await tx.query<{ earliest: string }>('SELECT min(e)::text AS earliest FROM unnest($1::timestamptz[]) AS e', [slots.map((slot) => slot.earliest)]);
-    const from = `(($3::timestamptz - $4::int * interval '${DAY_MS} milliseconds') AT TIME ZONE $5)::date`;
-    const kept = await tx.query<{ totals: string; lookback_days: number }>(
-      'SELECT DISTINCT totals, lookback_days FROM attribution_days WHERE client_id = $1 AND environment = $2',
-      tenantParams,
+    await tx.query(
+      `UPDATE attribution_days SET stale = true
+        WHERE client_id = $1 AND environment = $2 AND NOT stale
+          AND day >= (((SELECT min(e) FROM unnest($3::timestamptz[]) AS e) - lookback_days * interval '${DAY_MS} milliseconds') AT TIME ZONE $4)::date`,
+      [...tenantParams, slots.map((slot) => slot.earliest), keptZone],
     );
-    for (const { totals, lookback_days } of kept) {
-      const params = [...tenantParams, change!.earliest, lookback_days, keptZone, totals];
-      await tx.query(`DELETE FROM attribution_days WHERE client_id = $1 AND environment = $2 AND totals = $6 AND day >= ${from}`, params);
-      if (totals === KEPT_PATHS) {
-        await tx.query(`DELETE FROM attribution_paths WHERE client_id = $1 AND environment = $2 AND day >= ${from}`, params.slice(0, 5));
-      } else if (totals !== KEPT_VISITS) {
-        await tx.query(`DELETE FROM attribution_credit_days WHERE client_id = $1 AND environment = $2 AND totals = $6 AND day >= ${from}`, params);
-      }
-    }
-    await tx.query(`DELETE FROM attribution_visit_days WHERE client_id = $1 AND environment = $2 AND day >= ${from}`, [...tenantParams, change!.earliest, 0, keptZone]);
     // The slots read only: a write's note in a slot that had none is not locked by the read, and
-    // may have been committed since, its days not dropped.
+    // may have been committed since, its days not marked.
     await tx.query('DELETE FROM attribution_changes WHERE client_id = $1 AND environment = $2 AND slot = ANY ($3::int[])', [
       ...tenantParams,
       slots.map((slot) => slot.slot),
@@ -127,27 +119,28 @@ function runsOf(days: readonly string[]): Run[] {
   return runs;
 }
 
-/** The days of `period` that one of `totals` lacks (`kept`: that all of them have), as runs. */
+/** The days of `period` that one of `totals` lacks or has stale (`kept`: that all of them have kept), as runs. */
 async function runsWhere(tx: Queryable, tenant: Tenant, period: Run, totals: readonly string[], kept = false): Promise<Run[]> {
   const rows = await tx.query<{ day: string }>(
     `SELECT to_char(d, 'YYYY-MM-DD') AS day
        FROM generate_series($3::date::timestamp, $4::date::timestamp - interval '1 day', interval '1 day') AS d
       WHERE ${kept ? 'NOT ' : ''}EXISTS (SELECT FROM unnest($5::text[]) AS t (totals)
                      WHERE NOT EXISTS (SELECT FROM attribution_days k
-                                        WHERE k.client_id = $1 AND k.environment = $2 AND k.totals = t.totals AND k.day = d::date))
+                                        WHERE k.client_id = $1 AND k.environment = $2 AND k.totals = t.totals AND k.day = d::date AND NOT k.stale))
       ORDER BY d`,
     [tenant.clientId, tenant.environment, period.from, period.to, totals],
   );
   return runsOf(rows.map((row) => row.day));
 }
 
-/** Marks the days of `run` kept for each of `totals`. */
+/** Marks the days of `run` kept for each of `totals`, stale ones among them too. */
 async function markKept(tx: Queryable, tenant: Tenant, run: Run, totals: readonly string[], lookbackDays: number): Promise<void> {
   await tx.query(
     `INSERT INTO attribution_days (client_id, environment, totals, day, lookback_days)
      SELECT $1, $2, t.totals, d::date, $6
        FROM unnest($5::text[]) AS t (totals)
-      CROSS JOIN generate_series($3::date::timestamp, $4::date::timestamp - interval '1 day', interval '1 day') AS d`,
+      CROSS JOIN generate_series($3::date::timestamp, $4::date::timestamp - interval '1 day', interval '1 day') AS d
+     ON CONFLICT (client_id, environment, totals, day) DO UPDATE SET stale = false, lookback_days = excluded.lookback_days`,
     [tenant.clientId, tenant.environment, run.from, run.to, totals, lookbackDays],
   );
 }

@@ -4,7 +4,7 @@ import type { Environment, Tenant } from '../auth/tenant.js';
 import type { Database } from '../db/index.js';
 import { startPeriodic } from '../periodic.js';
 import { KEPT_PATHS, KEPT_VISITS, combinationOfKeptTotals, type AttributionCombination } from './attributed-rows.js';
-import { dropChangedDays, dropKeptDaysBefore, keepMissingDays, keepMissingPaths, type KeptTotalsAsked } from './daily-totals.js';
+import { markChangedDaysStale, dropKeptDaysBefore, keepMissingDays, keepMissingPaths, type KeptTotalsAsked } from './daily-totals.js';
 import { addDays, localToday } from './period.js';
 import { inRowsTransaction } from './rows.js';
 
@@ -14,9 +14,10 @@ import { inRowsTransaction } from './rows.js';
  * benchmark's scale. The keeper does that work in the background instead, over the last days of
  * each client's zone (KEEP_AHEAD_DAYS, "the keeper's days"):
  *
- * - for the clients whose kept totals have a change noted, it drops what the change reaches and
- *   computes again the kept cash days among the keeper's days, so that the next report reads them;
- *   older ones, and accrual days, are left to the report that asks for them;
+ * - for the clients whose kept totals have a change noted, or days a report marked stale when it
+ *   took the change, it marks stale what the change reaches and computes again the stale cash days
+ *   among the keeper's days, so that the next report reads them; older ones, and accrual days,
+ *   are left to the report that asks for them;
  * - once a day of each client's zone, for every client with production orders or touchpoints, it
  *   drops the kept days before the keeper's days and keeps those of the dashboard's window and
  *   mode ahead, for every model, so that the dashboard opens, and switches models, on kept days.
@@ -69,16 +70,20 @@ async function keepInPieces(db: Database, asked: KeptTotalsAsked, today: string,
 }
 
 /**
- * Drops the kept days of a client that its writes since may have changed, and computes again those
- * among the keeper's days: each cash combination from the first to the last day it had kept there,
- * together with the combinations kept over the same days (those kept ahead). Accrual days are left
- * to the report that asks for them: an order of now reaches back a window in accrual, so under
- * live orders every pass would compute the last window's days again for every accrual combination
- * ever viewed (6 s of one of them, 30 days, at the benchmark's scale, every 30 s), and the next
- * order would drop them before anybody read them.
+ * Marks stale the kept days of a client that its writes since may have changed, and computes again
+ * the stale cash days among the keeper's days, whether this or a report marked them: each cash
+ * combination from the first to the last day it has kept there, together with the combinations
+ * kept over the same days (those kept ahead), and the paths and visits of those days. Accrual days
+ * are left to the report that asks for them: an order of now reaches back a window in accrual, so
+ * under live orders every pass would compute the last window's days again for every accrual
+ * combination ever viewed (6 s of one of them, 30 days, at the benchmark's scale, every 30 s), and
+ * the next order would make them stale before anybody read them. What it leaves stale it no longer
+ * marks, so that the client is not refreshed again for it at every pass: a report computes it when
+ * it asks.
  */
 export async function refreshKeptTotals(db: Database, tenant: Tenant, timeZone: string, keepers: KeepersDays, signal?: AbortSignal): Promise<void> {
   const { from: since, to: today } = keepersPeriod(timeZone, keepers);
+  await markChangedDaysStale(db, { tenant, timeZone });
   const kept = await db.query<{ from: string; to: string; totals: string[] }>(
     `SELECT "from", "to", array_agg(totals ORDER BY totals) AS totals
        FROM (SELECT totals, to_char(min(day), 'YYYY-MM-DD') AS "from", to_char(max(day) + 1, 'YYYY-MM-DD') AS "to"
@@ -86,11 +91,21 @@ export async function refreshKeptTotals(db: Database, tenant: Tenant, timeZone: 
       GROUP BY "from", "to" ORDER BY "to" DESC, "from"`,
     [tenant.clientId, tenant.environment, [KEPT_VISITS, KEPT_PATHS], since],
   );
-  await dropChangedDays(db, { tenant, timeZone });
+  const refreshed: string[] = [];
   for (const { totals, from, to } of kept) {
-    const combinations = totals.map(combinationOfKeptTotals).filter((combination) => combination.accountingMode === 'cash');
-    if (combinations.length > 0) await keepInPieces(db, { tenant, timeZone, combinations, period: { kind: 'days', from, to } }, today, signal);
+    const cash = totals.filter((key) => combinationOfKeptTotals(key).accountingMode === 'cash');
+    if (cash.length === 0) continue;
+    await keepInPieces(db, { tenant, timeZone, combinations: cash.map(combinationOfKeptTotals), period: { kind: 'days', from, to } }, today, signal);
+    refreshed.push(...cash);
   }
+  if (signal?.aborted) return;
+  // Cash days marked stale meanwhile stay marked, for the next pass.
+  await db.query('DELETE FROM attribution_days WHERE client_id = $1 AND environment = $2 AND stale AND (day < $3::date OR totals <> ALL ($4::text[]))', [
+    tenant.clientId,
+    tenant.environment,
+    since,
+    refreshed,
+  ]);
 }
 
 /**
@@ -114,13 +129,15 @@ export async function keepAhead(db: Database, tenant: Tenant, timeZone: string, 
 }
 
 /**
- * The clients with kept totals and a change noted since they were brought up to date, in their
- * time zone. Across clients, as the next: the keeper's statements that every shard answers on Citus.
+ * The clients with kept totals and a change noted, or days marked stale, since they were brought
+ * up to date, in their time zone. Across clients, as the next: the keeper's statements that every
+ * shard answers on Citus.
  */
 const STALE_KEPT_TOTALS = `
   SELECT k.client_id, k.environment, c.time_zone
     FROM attribution_totals_kept k JOIN clients c USING (client_id)
-   WHERE EXISTS (SELECT FROM attribution_changes n WHERE n.client_id = k.client_id AND n.environment = k.environment)`;
+   WHERE EXISTS (SELECT FROM attribution_changes n WHERE n.client_id = k.client_id AND n.environment = k.environment)
+      OR EXISTS (SELECT FROM attribution_days d WHERE d.client_id = k.client_id AND d.environment = k.environment AND d.stale)`;
 
 /** The clients with production orders or touchpoints whose days were not kept ahead yet on their day of the instant $1. */
 export const DUE_AHEAD = `

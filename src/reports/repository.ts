@@ -1,5 +1,5 @@
 import { readThroughCursor, type Database } from '../db/index.js';
-import { dropChangedDays, keepMissingDays, type KeptTotalsAsked } from '../exports/daily-totals.js';
+import { markChangedDaysStale, keepMissingDays, type KeptTotalsAsked } from '../exports/daily-totals.js';
 import { inRowsTransaction } from '../exports/rows.js';
 
 /** Rows a cursor fetch brings: what a report holds as objects at once. */
@@ -20,7 +20,7 @@ export function createReportRepository(db: Database) {
       { sql, params, keptTotals }: { sql: string; params: readonly unknown[]; keptTotals?: KeptTotalsAsked },
       startReading: () => (rows: Record<string, unknown>[]) => Promise<void>,
     ): Promise<void> {
-      if (keptTotals) await dropChangedDays(db, keptTotals);
+      if (keptTotals) await markChangedDaysStale(db, keptTotals);
       await inRowsTransaction(db, async (tx) => {
         const onBatch = startReading();
         if (keptTotals) await keepMissingDays(tx, keptTotals);
