@@ -153,15 +153,25 @@ test("a day's kept paths are those of the orders of its local day: one late in t
   assert.deepEqual(await report(client, 'linear', '7', [day]), fromPaths);
 });
 
-test('accrual days are credited from the touchpoints, never from kept paths: orders after the days credit their touchpoints', async () => {
-  const client = await clientWithData('accrual beside kept paths');
-  await keepAhead(service.db, tenantOf(client), ZONE, { days: DAYS, now });
-  // t2, 6 days ago, is in the 7-day path of o1, 2 days ago: after the days asked.
-  const days = lastDays.slice(-10, -5);
-  const accrual = await report(client, 'linear', '7', days, 'accrual');
-  assert.ok(accrual.totals.rev! > 0);
+test("accrual days are credited from the kept paths of the orders up to a window after them, and from today's orders found by index", async () => {
+  const client = await clientWithData('accrual from kept paths');
+  // c1's touchpoints 6 and 4 days ago are in the 7-day path of an order of now: today's, whose path is not kept.
+  const ofNow = minimalOrder('now', { customer_id: 'c1', time_of_purchase: now.toISOString(), currency: 'USD', purchase_total: 60, products: [{ id: 'p', name: 'P', quantity: 1, price: 60 }] });
+  await call(client, 'POST', '/v2/orders', [ofNow]);
+  const days = lastDays.slice(-10);
+  const afresh = await report(client, 'linear', '7', days, 'accrual');
   await wipeKeptTotals(client);
-  assert.deepEqual(await report(client, 'linear', '7', days, 'accrual'), accrual);
+  await keepAhead(service.db, tenantOf(client), ZONE, { days: DAYS, now });
+  assert.deepEqual(await report(client, 'linear', '7', days, 'accrual'), afresh, 'the same from kept paths');
+
+  // Read from the kept paths: their purchase totals doubled, the revenue of the orders before today
+  // doubles; the order of now, found by index, counts as it is.
+  await service.db.query('UPDATE attribution_paths SET purchase_total = purchase_total * 2 WHERE client_id = $1', [client.client_id]);
+  await service.db.query("DELETE FROM attribution_days WHERE client_id = $1 AND totals = 'linear/7/accrual'", [client.client_id]);
+  const revenue = (answer: { totals: Record<string, number | null> }) => answer.totals.rev!;
+  const doubled = await report(client, 'linear', '7', days, 'accrual');
+  const ofNowCredited = 60; // t2 and t3, both in the days asked
+  assert.ok(Math.abs(revenue(doubled) - (2 * revenue(afresh) - ofNowCredited)) < 1e-5, `${revenue(doubled)}: twice ${revenue(afresh)}, but the order of now's ${ofNowCredited}`);
 });
 
 test("today's cash days a report kept are computed again after writes, but today's paths are never kept: live orders would change them at every pass", async () => {

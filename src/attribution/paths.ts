@@ -22,7 +22,8 @@ import { DAY_MS, UNLIMITED, WINDOWS, windowDaysSql, type AttributionWindow } fro
  *
  * The paths of the orders of whole local days may also be read where they were kept (migration
  * 0020, src/exports/daily-totals.ts), found the second way at the longest window: for windows up
- * to it, the same candidates.
+ * to it, the same candidates. Orders beyond those days, when they are few (today's), are found the
+ * first way, each from its customer by index.
  */
 
 /** The longest window but UNLIMITED: kept paths hold each order's touchpoints within it. */
@@ -34,11 +35,18 @@ export interface PathsSpec {
   environment: string;
   /**
    * The orders whose paths are wanted, as SQL: one by its id, those purchased in [from, before),
-   * or those of the local days [keptFrom, keptBefore) (dates), read from their kept paths.
+   * or those of the local days [keptFrom, keptBefore) (dates), read from their kept paths, and
+   * those purchased `beyond` them, found by index.
    */
-  orders: { orderId: string } | { purchasedFrom: string; purchasedBefore: string } | { keptFrom: string; keptBefore: string };
+  orders: { orderId: string } | Purchased | { keptFrom: string; keptBefore: string; beyond?: Purchased };
   /** The windows of the paths: each order has a path per window. */
   windows: readonly AttributionWindow[];
+}
+
+/** Orders purchased in [purchasedFrom, purchasedBefore), SQL instants. */
+interface Purchased {
+  purchasedFrom: string;
+  purchasedBefore: string;
 }
 
 const TOUCHPOINT_COLUMNS = ['touchpoint_id', 'occurred_at', 'type', 'channel', 'platform_name', 'platform_account_id', 'campaign_id', 'adset_id', 'ad_id'];
@@ -68,22 +76,29 @@ export function pathsSql({ clientId, environment, orders, windows }: PathsSpec):
     `SELECT ${row}.order_id || '/' || coalesce(w.window_days::text, '${UNLIMITED}') AS path_id, w.window_days, ${row}.*
        FROM ${row === 'p' ? 'purchases' : 'purchase_touchpoints'} ${row}
       CROSS JOIN unnest(ARRAY[${windows.map((window) => windowDaysSql(window) ?? 'NULL').join(', ')}]::int[]) AS w (window_days)`;
-  if ('keptFrom' in orders) {
-    if (!lookback || Math.max(...(windows as number[])) > LONGEST_KEPT_WINDOW) throw new Error(`Kept paths hold no window beyond ${LONGEST_KEPT_WINDOW} days`);
-    return keptPaths(tenantOf, orders, notBefore, eachWindow);
-  }
   const within = (touchpoint: string) => [...notBefore(`${touchpoint}.occurred_at`, 'p.time_of_purchase'), `${touchpoint}.occurred_at <= p.time_of_purchase`].join(' AND ');
-  const selected = 'orderId' in orders ? `o.order_id = ${orders.orderId}` : `o.time_of_purchase >= ${orders.purchasedFrom} AND o.time_of_purchase < ${orders.purchasedBefore}`;
-  const purchaseTouchpoints = 'orderId' in orders ? touchpointsOfOneOrder(tenantOf, within) : touchpointsOfPeriod(tenantOf, within, orders, notBefore);
-  return `
-    purchases AS (
+  const purchasesWhere = (selected: string) => `
       SELECT o.order_id, o.customer_id, o.time_of_purchase, o.purchase_total, o.currency,
              NOT EXISTS (SELECT FROM orders f
                           WHERE ${tenantOf('f')} AND f.customer_id = o.customer_id
                             AND (f.time_of_purchase, f.order_id) < (o.time_of_purchase, o.order_id)) AS first_order
         FROM orders o
-       WHERE ${tenantOf('o')} AND ${selected}
-    ),
+       WHERE ${tenantOf('o')} AND ${selected}`;
+  const purchasedIn = ({ purchasedFrom, purchasedBefore }: Purchased) => `o.time_of_purchase >= ${purchasedFrom} AND o.time_of_purchase < ${purchasedBefore}`;
+  if ('keptFrom' in orders) {
+    if (!lookback || Math.max(...(windows as number[])) > LONGEST_KEPT_WINDOW) throw new Error(`Kept paths hold no window beyond ${LONGEST_KEPT_WINDOW} days`);
+    const beyond = orders.beyond && {
+      purchases: purchasesWhere(purchasedIn(orders.beyond)),
+      touchpoints: touchpointsByIndex(tenantOf, within, 'beyond_purchases'),
+    };
+    return keptPaths(tenantOf, orders, notBefore, eachWindow, beyond);
+  }
+  const [selected, purchaseTouchpoints] =
+    'orderId' in orders
+      ? [`o.order_id = ${orders.orderId}`, touchpointsByIndex(tenantOf, within, 'purchases')]
+      : [purchasedIn(orders), touchpointsOfPeriod(tenantOf, within, orders, notBefore)];
+  return `
+    purchases AS (${purchasesWhere(selected)}),
     paths AS (${eachWindow('p')}),
     purchase_touchpoints AS (${purchaseTouchpoints}),
     candidates AS (${eachWindow('c')})`;
@@ -95,20 +110,32 @@ type TenantOf = (alias: string) => string;
  * The relations of pathsSql from the kept paths of the local days [keptFrom, keptBefore): an
  * order's row (touchpoint_id '', its touchpoint columns null) stands for the path that has no
  * touchpoint within the windows; beside touchpoints it is in no path, so creditsSql passes it
- * over. The customer is not kept: `paths` has it null.
+ * over. The customer is not kept: `paths` has it null. With the `beyond` orders' own relations
+ * (theirs named `beyond_purchases`) added.
  */
-function keptPaths(tenantOf: TenantOf, { keptFrom, keptBefore }: { keptFrom: string; keptBefore: string }, notBefore: NotBefore, eachWindow: (row: string) => string): string {
+function keptPaths(
+  tenantOf: TenantOf,
+  { keptFrom, keptBefore }: { keptFrom: string; keptBefore: string },
+  notBefore: NotBefore,
+  eachWindow: (row: string) => string,
+  beyond?: { purchases: string; touchpoints: string },
+): string {
   const ofDays = `${tenantOf('k')} AND k.day >= ${keptFrom} AND k.day < ${keptBefore}`;
   const orderColumns = 'k.order_id, NULL::text AS customer_id, k.time_of_purchase, k.purchase_total, k.currency, k.first_order';
   // `purchases` reads the table again rather than `purchase_touchpoints`, which, named twice, would be
   // materialized (0.2 s of a month's 1.2 s at the benchmark's scale).
   return `
+    ${beyond ? `beyond_purchases AS (${beyond.purchases}),` : ''}
     purchase_touchpoints AS (
       SELECT ${orderColumns}, nullif(k.touchpoint_id, '') AS touchpoint_id, ${TOUCHPOINT_COLUMNS.slice(1).map((column) => `k.${column}`).join(', ')}
         FROM attribution_paths k
        WHERE ${ofDays} AND (k.touchpoint_id = '' OR ${notBefore('k.occurred_at', 'k.time_of_purchase').join(' AND ')})
+      ${beyond ? `UNION ALL ${beyond.touchpoints}` : ''}
     ),
-    purchases AS (SELECT ${orderColumns} FROM attribution_paths k WHERE ${ofDays} AND k.touchpoint_id = ''),
+    purchases AS (
+      SELECT ${orderColumns} FROM attribution_paths k WHERE ${ofDays} AND k.touchpoint_id = ''
+      ${beyond ? 'UNION ALL SELECT * FROM beyond_purchases' : ''}
+    ),
     paths AS (${eachWindow('p')}),
     candidates AS (${eachWindow('c')})`;
 }
@@ -131,26 +158,26 @@ export function pathsToKeepSql(dayOf: (instant: string) => string): string {
 /** The conditions that `column` is at most the largest window before `instant`: none for UNLIMITED. */
 type NotBefore = (column: string, instant: string) => string[];
 
-/** The order in `purchases`, with each of its touchpoints (none: one row), found from it by index. */
-function touchpointsOfOneOrder(tenantOf: TenantOf, within: (touchpoint: string) => string): string {
+/**
+ * The orders of `purchases`, each with its touchpoints (none: one row), found from it by index: a
+ * few random reads per order and touchpoint, for one order or a few thousand.
+ */
+function touchpointsByIndex(tenantOf: TenantOf, within: (touchpoint: string) => string, purchases: string): string {
   return `
       SELECT p.*, ${touchpointColumns('t')}
-        FROM purchases p
-        LEFT JOIN (
+        FROM ${purchases} p
+        LEFT JOIN LATERAL (
           SELECT ${touchpointColumns('t')}
-            FROM purchases p
-            JOIN touchpoints t ON ${tenantOf('t')} AND t.customer_id IS NOT NULL AND t.customer_id = p.customer_id AND ${within('t')}
+            FROM touchpoints t
+           WHERE ${tenantOf('t')} AND t.customer_id IS NOT NULL AND t.customer_id = p.customer_id AND ${within('t')}
           UNION ALL
           SELECT ${touchpointColumns('t')}
-            FROM purchases p
-            JOIN LATERAL (
-              SELECT i.visitor_id FROM identities i
-               WHERE ${tenantOf('i')} AND i.customer_id IS NOT NULL AND i.customer_id = p.customer_id
-              UNION ALL
-              SELECT i.visitor_id FROM orders l
-                JOIN identities i ON ${tenantOf('i')} AND i.order_id IS NOT NULL AND i.order_id = l.order_id
-               WHERE ${tenantOf('l')} AND l.customer_id IS NOT NULL AND l.customer_id = p.customer_id
-            ) AS v ON true
+            FROM (SELECT i.visitor_id FROM identities i
+                   WHERE ${tenantOf('i')} AND i.customer_id IS NOT NULL AND i.customer_id = p.customer_id
+                  UNION ALL
+                  SELECT i.visitor_id FROM orders l
+                    JOIN identities i ON ${tenantOf('i')} AND i.order_id IS NOT NULL AND i.order_id = l.order_id
+                   WHERE ${tenantOf('l')} AND l.customer_id IS NOT NULL AND l.customer_id = p.customer_id) AS v
             JOIN touchpoints t ON ${tenantOf('t')} AND t.visitor_id IS NOT NULL AND t.visitor_id = v.visitor_id
                               AND t.customer_id IS NULL AND ${within('t')}
         ) AS t ON true`;

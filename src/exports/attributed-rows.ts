@@ -100,16 +100,26 @@ export interface AttributionSqlContext {
   kept: string[];
   /**
    * Where the credits and visits come from: computed from the paths of the period's orders and
-   * touchpoints, or (cash only) from the kept paths of its local days [fromDay, toDay), or read
-   * from the kept daily totals of the period's days (daily-totals.ts), which the transaction has
-   * brought up to date. Those are written by this function's `paths` CTEs.
+   * touchpoints; or from the kept paths of the local days [fromDay, toDay), and those of the orders
+   * purchased from the instant `beyondFrom` on (up to the period's orders' end), found by index;
+   * or read from the kept daily totals of the period's days (daily-totals.ts), which the
+   * transaction has brought up to date. Those are written by this function's `paths` CTEs.
+   * Kept paths are given for the orders of the period (cash), or up to a window after it (accrual).
    */
-  source?: { kind: 'paths' } | { kind: 'kept paths'; fromDay: string; toDay: string } | KeptDaysSource;
+  source?: { kind: 'paths' } | KeptPathsSource | KeptDaysSource;
   /**
    * Under the account breakdown, whether an object's empty account is taken from the period's
    * spend (`records`): always, but when the daily totals are written, which keep the touchpoints' own.
    */
   accountsFromSpend?: boolean;
+}
+
+/** Kept paths of the local days [fromDay, toDay) (SQL dates), and orders from the instant `beyondFrom` on, found by index. */
+export interface KeptPathsSource {
+  kind: 'kept paths';
+  fromDay: string;
+  toDay: string;
+  beyondFrom?: string;
 }
 
 /** The kept daily totals of the local days [fromDay, toDay) (SQL dates), and the bucket of such a day. */
@@ -257,8 +267,10 @@ export function attributionCtes({
        GROUP BY 1${keyList})`,
     ];
   }
-  if (source.kind === 'kept paths' && accrual) throw new Error('Kept paths are those of the orders of their days: accrual needs later orders too');
-  const pathsOf = source.kind === 'kept paths' ? { keptFrom: source.fromDay, keptBefore: source.toDay } : orders;
+  const pathsOf =
+    source.kind === 'kept paths'
+      ? { keptFrom: source.fromDay, keptBefore: source.toDay, ...(source.beyondFrom && { beyond: { purchasedFrom: source.beyondFrom, purchasedBefore: orders.purchasedBefore } }) }
+      : orders;
   return [
     ...preamble,
     // Paths are built in a WITH of their own, whose names cannot meet the export's.

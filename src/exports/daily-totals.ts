@@ -2,7 +2,8 @@ import { DAY_MS, UNLIMITED, windowDaysSql } from '../attribution/models.js';
 import { KEPT_PATH_COLUMNS, LONGEST_KEPT_WINDOW, pathsSql, pathsToKeepSql } from '../attribution/paths.js';
 import type { Tenant } from '../auth/tenant.js';
 import type { Database, Queryable } from '../db/index.js';
-import { AD_COLUMNS, KEPT_PATHS, KEPT_VISITS, attributionCtes, keptTotalsKey, type AttributionCombination } from './attributed-rows.js';
+import { localDayStart } from '../db/local-days.js';
+import { AD_COLUMNS, KEPT_PATHS, KEPT_VISITS, attributionCtes, keptTotalsKey, type AttributionCombination, type AttributionSqlContext } from './attributed-rows.js';
 import { addDays, type Period } from './period.js';
 import { LOCAL_DAYS_AS_INSTANTS, type RowsPlan } from './rows.js';
 
@@ -188,13 +189,64 @@ export async function keepMissingPaths(tx: Queryable, { tenant, timeZone, period
   }
 }
 
+/** Where credits are computed from (attributionCtes). */
+type CreditSource = NonNullable<AttributionSqlContext['source']>;
+
+/** The most orders beyond the kept paths an accrual run finds by index (0.2 ms each at the benchmark's scale), rather than from the touchpoints. */
+const BEYOND_KEPT_PATHS_BY_INDEX = 5000;
+
+/**
+ * Where the credits of the days `missing` of `combination`'s window and mode are computed from,
+ * by runs of them: the kept paths of the orders they count, where those are kept, else the
+ * touchpoints (attributionCtes' source, given the statement's parameters: $4 and $5 the run's
+ * days). Cash days count their own orders: the runs of days with kept paths, and those without.
+ * Accrual days count the orders of up to a window after them (and a day: a local day may be 25
+ * hours long): from kept paths when those of the run's first days on are kept, and the orders
+ * after the last of them (today's, never kept) are few enough to find by index.
+ */
+async function creditSources(
+  tx: Queryable,
+  { tenant, timeZone }: Pick<KeptTotalsAsked, 'tenant' | 'timeZone'>,
+  missing: Run,
+  combination: AttributionCombination,
+): Promise<{ run: Run; source: (params: unknown[]) => CreditSource }[]> {
+  const fromTouchpoints = () => ({ kind: 'paths' }) as const;
+  /** The kept paths of the run's days, or of its first day to `keptTo`, and the orders from then on, found by index. */
+  const fromKeptPaths =
+    (keptTo?: string, beyond = false) =>
+    (params: unknown[]): CreditSource => {
+      const toDay = keptTo ? `$${params.push(keptTo)}::date` : '$5::date';
+      return { kind: 'kept paths', fromDay: '$4::date', toDay, ...(beyond && { beyondFrom: localDayStart(toDay, '$3') }) };
+    };
+  if (combination.accountingMode === 'cash') {
+    return [
+      ...(await runsWhere(tx, tenant, missing, [KEPT_PATHS], true)).map((run) => ({ run, source: fromKeptPaths() })),
+      ...(await runsWhere(tx, tenant, missing, [KEPT_PATHS])).map((run) => ({ run, source: fromTouchpoints })),
+    ];
+  }
+  const windowDays = windowDaysSql(combination.window)!;
+  const ordersTo = addDays(missing.to, windowDays + 1);
+  const [kept] = await runsWhere(tx, tenant, { from: missing.from, to: ordersTo }, [KEPT_PATHS], true);
+  if (!kept || kept.from !== missing.from) return [{ run: missing, source: fromTouchpoints }];
+  if (kept.to === ordersTo) return [{ run: missing, source: fromKeptPaths(kept.to) }];
+  const [{ beyond }] = (await tx.query<{ beyond: number }>(
+    `SELECT count(*)::int AS beyond FROM (
+       SELECT FROM orders WHERE client_id = $1 AND environment = $2
+          AND time_of_purchase >= ${localDayStart('$4::date', '$3')} AND time_of_purchase < ${localDayStart('$5::date', '$3')} + $6::int * interval '${DAY_MS} milliseconds'
+        LIMIT ${BEYOND_KEPT_PATHS_BY_INDEX + 1}) AS o`,
+    [tenant.clientId, tenant.environment, timeZone, kept.to, missing.to, windowDays],
+  )) as [{ beyond: number }];
+  return [{ run: missing, source: beyond > BEYOND_KEPT_PATHS_BY_INDEX ? fromTouchpoints : fromKeptPaths(kept.to, true) }];
+}
+
 /**
  * Computes the kept days a report needs and lacks, in the transaction that then reads them: the
  * client's lock is held until the report has read, so no other report drops or writes its days
  * meanwhile. Days of another zone (the client's changed) are all dropped first. The models of a
  * window and mode are credited in one statement (a pass over their paths: eight models of 30 days
- * cost 2.5 times one), over the days any of them lacks; cash days from their kept paths where
- * those are kept (1.1 s for a month of one model at the benchmark's scale, against 3.3 s).
+ * cost 2.5 times one), over the days any of them lacks; from the kept paths of the orders they
+ * count where those are kept (creditSources: 1.1 s for a month of one model at the benchmark's
+ * scale, against 3.3 s from the touchpoints).
  */
 export async function keepMissingDays(tx: Queryable, { tenant, timeZone, combinations, period }: KeptTotalsAsked): Promise<void> {
   await lockInZone(tx, tenant, timeZone);
@@ -208,17 +260,11 @@ export async function keepMissingDays(tx: Queryable, { tenant, timeZone, combina
    * Computes the days that one of `totals` lacks with the CTEs of `group` (attributionCtes at the
    * ad level, over each run of such days), after dropping what the others kept of them; writes
    * them with `insert` (the statement after the CTEs, given the parameters to push its own onto),
-   * and marks the days kept. `fromKeptPaths`: cash credits, read from the kept paths of the days
-   * that have them.
+   * and marks the days kept. `credits`: from the kept paths where they are kept (creditSources).
    */
-  const keep = async (totals: string[], lookback: number, group: readonly AttributionCombination[], insert: (params: unknown[]) => string, fromKeptPaths = false) => {
+  const keep = async (totals: string[], lookback: number, group: readonly AttributionCombination[], insert: (params: unknown[]) => string, credits = false) => {
     for (const missing of await runsWhere(tx, tenant, period, totals)) {
-      const withPaths = fromKeptPaths ? await runsWhere(tx, tenant, missing, [KEPT_PATHS], true) : [];
-      const withoutPaths = fromKeptPaths ? await runsWhere(tx, tenant, missing, [KEPT_PATHS]) : [missing];
-      for (const [run, source] of [
-        ...withPaths.map((run) => [run, { kind: 'kept paths', fromDay: '$4::date', toDay: '$5::date' }] as const),
-        ...withoutPaths.map((run) => [run, { kind: 'paths' }] as const),
-      ]) {
+      for (const { run, source } of credits ? await creditSources(tx, { tenant, timeZone }, missing, group[0]!) : [{ run: missing, source: () => ({ kind: 'paths' }) as const }]) {
         const runParams = [tenant.clientId, tenant.environment, run.from, run.to, totals];
         const inRun = 'client_id = $1 AND environment = $2 AND day >= $3::date AND day < $4::date';
         await tx.query(`DELETE FROM attribution_days WHERE ${inRun} AND totals = ANY ($5::text[])`, runParams);
@@ -233,7 +279,7 @@ export async function keepMissingDays(tx: Queryable, { tenant, timeZone, combina
           bucketOf: (instant) => `(${instant} AT TIME ZONE $3)::date`,
           keys: AD_COLUMNS,
           kept: [],
-          source,
+          source: source(params),
           accountsFromSpend: false,
         });
         await tx.query(`WITH ${ctes.join(',\n')}\n${insert(params)}`, params);
@@ -243,7 +289,6 @@ export async function keepMissingDays(tx: Queryable, { tenant, timeZone, combina
   };
   for (const group of sharingPaths(combinations)) {
     const totals = group.map((combination) => keptTotalsKey(combination.model, windowDaysSql(combination.window)!, combination.accountingMode));
-    const cash = group[0]!.accountingMode === 'cash';
     await keep(
       totals,
       lookbackDays(group[0]!),
@@ -255,7 +300,7 @@ export async function keepMissingDays(tx: Queryable, { tenant, timeZone, combina
                 SELECT $1, $2, ($${params.push(totals)}::text[])[combination], bucket, row_number() OVER (PARTITION BY combination, bucket), ${columns}
                   FROM credit_totals`;
       },
-      cash,
+      true,
     );
   }
   // Visits are the same under every combination: any computes them.
