@@ -153,25 +153,76 @@ test("a day's kept paths are those of the orders of its local day: one late in t
   assert.deepEqual(await report(client, 'linear', '7', [day]), fromPaths);
 });
 
-test("accrual days are credited from the kept paths of the orders up to a window after them, and from today's orders found by index", async () => {
+/** An order of c1 placed now: today's, whose path is never kept. */
+const ofNow = (id: string, total: number) =>
+  minimalOrder(id, { customer_id: 'c1', time_of_purchase: new Date().toISOString(), currency: 'USD', purchase_total: total, products: [{ id: 'p', name: 'P', quantity: 1, price: total }] });
+
+test("accrual days are kept from the kept paths of the orders up to a window after them, today's orders credited as they are read: live orders leave them kept", async () => {
   const client = await clientWithData('accrual from kept paths');
-  // c1's touchpoints 6 and 4 days ago are in the 7-day path of an order of now: today's, whose path is not kept.
-  const ofNow = minimalOrder('now', { customer_id: 'c1', time_of_purchase: now.toISOString(), currency: 'USD', purchase_total: 60, products: [{ id: 'p', name: 'P', quantity: 1, price: 60 }] });
-  await call(client, 'POST', '/v2/orders', [ofNow]);
+  // c1's touchpoints 6 and 4 days ago, t2 and t3, are in the 7-day path of an order of now: today's, whose path is not kept.
+  await call(client, 'POST', '/v2/orders', [ofNow('now', 60)]);
   const days = lastDays.slice(-10);
   const afresh = await report(client, 'linear', '7', days, 'accrual');
   await wipeKeptTotals(client);
   await keepAhead(service.db, tenantOf(client), ZONE, { days: DAYS, now });
   assert.deepEqual(await report(client, 'linear', '7', days, 'accrual'), afresh, 'the same from kept paths');
+  const ordersBefore = await service.db.query<{ day: string }>(
+    "SELECT DISTINCT to_char(orders_before, 'YYYY-MM-DD') AS day FROM attribution_days WHERE client_id = $1 AND totals = 'linear/7/accrual'",
+    [client.client_id],
+  );
+  assert.deepEqual(ordersBefore, [{ day: today }], "kept with the orders before today's");
+
+  // An order placed now: the kept days stay, and the report counts it.
+  const kept = await keptDays(client, 'linear/7/accrual');
+  await call(client, 'POST', '/v2/orders', [ofNow('live', 30)]);
+  const revenue = (answer: { totals: Record<string, number | null> }) => answer.totals.rev!;
+  const afterLive = await report(client, 'linear', '7', days, 'accrual');
+  assert.deepEqual(await keptDays(client, 'linear/7/accrual'), kept, 'not computed again');
+  assert.ok(Math.abs(revenue(afterLive) - (revenue(afresh) + 30)) < 1e-5, `${revenue(afterLive)}: ${revenue(afresh)} and the live order's 30, t2's and t3's`);
+  // A late write before today reaches them.
+  await call(client, 'POST', '/v1/touchpoints', { data: [{ touchpoint_id: 'late', occurred_at: noonBefore(3), customer_id: 'c1', platform_name: 'google', campaign_id: 'search' }] });
+  const afterLate = await report(client, 'linear', '7', days, 'accrual');
+  const recomputed = await keptDays(client, 'linear/7/accrual');
+  assert.ok(days.every((day) => recomputed.get(day) !== kept.get(day) || day < addDays(today, -3 - 7)), 'the days the late touchpoint reaches computed again');
+  // Once today's paths are kept (by tomorrow's keeper), they are computed again from them.
+  await keepAhead(service.db, tenantOf(client), ZONE, { days: DAYS, now: new Date(now.getTime() + 86_400_000) });
+  assert.deepEqual(await report(client, 'linear', '7', days, 'accrual'), afterLate);
+  const movedOn = await service.db.query<{ day: string }>(
+    "SELECT DISTINCT to_char(orders_before, 'YYYY-MM-DD') AS day FROM attribution_days WHERE client_id = $1 AND totals = 'linear/7/accrual' AND NOT stale",
+    [client.client_id],
+  );
+  assert.deepEqual(movedOn, [{ day: addDays(today, 1) }], "with the orders before tomorrow's");
+  await wipeKeptTotals(client);
+  assert.deepEqual(await report(client, 'linear', '7', days, 'accrual'), afterLate, 'as computed from the touchpoints');
 
   // Read from the kept paths: their purchase totals doubled, the revenue of the orders before today
-  // doubles; the order of now, found by index, counts as it is.
+  // doubles; those of today, credited as the days are read, count as they are.
+  await keepAhead(service.db, tenantOf(client), ZONE, { days: DAYS, now });
+  const beforeDoubling = await report(client, 'linear', '7', days, 'accrual');
   await service.db.query('UPDATE attribution_paths SET purchase_total = purchase_total * 2 WHERE client_id = $1', [client.client_id]);
   await service.db.query("DELETE FROM attribution_days WHERE client_id = $1 AND totals = 'linear/7/accrual'", [client.client_id]);
-  const revenue = (answer: { totals: Record<string, number | null> }) => answer.totals.rev!;
   const doubled = await report(client, 'linear', '7', days, 'accrual');
-  const ofNowCredited = 60; // t2 and t3, both in the days asked
-  assert.ok(Math.abs(revenue(doubled) - (2 * revenue(afresh) - ofNowCredited)) < 1e-5, `${revenue(doubled)}: twice ${revenue(afresh)}, but the order of now's ${ofNowCredited}`);
+  const ofToday = 60 + 30; // all credited to t2, t3 and the late touchpoint, in the days asked
+  const expected = 2 * (revenue(beforeDoubling) - ofToday) + ofToday;
+  assert.ok(Math.abs(revenue(doubled) - expected) < 1e-5, `${revenue(doubled)}: twice ${revenue(beforeDoubling) - ofToday}, and today's ${ofToday}`);
+});
+
+test("one report over accrual days kept with and without today's orders counts each order once", async () => {
+  const client = await clientWithData('accrual kept both ways');
+  await call(client, 'POST', '/v1/touchpoints', { data: [{ touchpoint_id: 'mid', occurred_at: noonBefore(15), customer_id: 'c1', platform_name: 'meta', campaign_id: 'autumn' }] });
+  await call(client, 'POST', '/v2/orders', [ofNow('now', 60)]);
+  await keepAhead(service.db, tenantOf(client), ZONE, { days: DAYS, now });
+  await report(client, 'linear', '30', lastDays.slice(-10), 'accrual');
+  // The first of these days have no kept paths: they are credited from the touchpoints, with every order (today's reaches 15 days back).
+  const longer = Array.from({ length: DAYS + 10 }, (_, n) => addDays(today, n - DAYS - 10));
+  const both = await report(client, 'linear', '30', longer, 'accrual');
+  const kinds = await service.db.query<{ day: string | null }>(
+    "SELECT DISTINCT to_char(orders_before, 'YYYY-MM-DD') AS day FROM attribution_days WHERE client_id = $1 AND totals = 'linear/30/accrual' ORDER BY 1",
+    [client.client_id],
+  );
+  assert.deepEqual(kinds, [{ day: today }, { day: null }]);
+  await wipeKeptTotals(client);
+  assert.deepEqual(await report(client, 'linear', '30', longer, 'accrual'), both);
 });
 
 test("today's cash days a report kept are computed again after writes, but today's paths are never kept: live orders would change them at every pass", async () => {

@@ -22,8 +22,8 @@ import { DAY_MS, UNLIMITED, WINDOWS, windowDaysSql, type AttributionWindow } fro
  *
  * The paths of the orders of whole local days may also be read where they were kept (migration
  * 0020, src/exports/daily-totals.ts), found the second way at the longest window: for windows up
- * to it, the same candidates. Orders beyond those days, when they are few (today's), are found the
- * first way, each from its customer by index.
+ * to it, the same candidates. The orders of a period may also be found the first way, each from its
+ * customer by index, when they are few (today's).
  */
 
 /** The longest window but UNLIMITED: kept paths hold each order's touchpoints within it. */
@@ -34,11 +34,11 @@ export interface PathsSpec {
   clientId: string;
   environment: string;
   /**
-   * The orders whose paths are wanted, as SQL: one by its id, those purchased in [from, before),
-   * or those of the local days [keptFrom, keptBefore) (dates), read from their kept paths, and
-   * those purchased `beyond` them, found by index.
+   * The orders whose paths are wanted, as SQL: one by its id, those purchased in [from, before)
+   * (`byIndex`: few of them, each found from its customer), or those of the local days
+   * [keptFrom, keptBefore) (dates), read from their kept paths.
    */
-  orders: { orderId: string } | Purchased | { keptFrom: string; keptBefore: string; beyond?: Purchased };
+  orders: { orderId: string } | Purchased | { keptFrom: string; keptBefore: string };
   /** The windows of the paths: each order has a path per window. */
   windows: readonly AttributionWindow[];
 }
@@ -47,6 +47,7 @@ export interface PathsSpec {
 interface Purchased {
   purchasedFrom: string;
   purchasedBefore: string;
+  byIndex?: boolean;
 }
 
 const TOUCHPOINT_COLUMNS = ['touchpoint_id', 'occurred_at', 'type', 'channel', 'platform_name', 'platform_account_id', 'campaign_id', 'adset_id', 'ad_id'];
@@ -76,29 +77,22 @@ export function pathsSql({ clientId, environment, orders, windows }: PathsSpec):
     `SELECT ${row}.order_id || '/' || coalesce(w.window_days::text, '${UNLIMITED}') AS path_id, w.window_days, ${row}.*
        FROM ${row === 'p' ? 'purchases' : 'purchase_touchpoints'} ${row}
       CROSS JOIN unnest(ARRAY[${windows.map((window) => windowDaysSql(window) ?? 'NULL').join(', ')}]::int[]) AS w (window_days)`;
+  if ('keptFrom' in orders) {
+    if (!lookback || Math.max(...(windows as number[])) > LONGEST_KEPT_WINDOW) throw new Error(`Kept paths hold no window beyond ${LONGEST_KEPT_WINDOW} days`);
+    return keptPaths(tenantOf, orders, notBefore, eachWindow);
+  }
   const within = (touchpoint: string) => [...notBefore(`${touchpoint}.occurred_at`, 'p.time_of_purchase'), `${touchpoint}.occurred_at <= p.time_of_purchase`].join(' AND ');
-  const purchasesWhere = (selected: string) => `
+  const selected = 'orderId' in orders ? `o.order_id = ${orders.orderId}` : `o.time_of_purchase >= ${orders.purchasedFrom} AND o.time_of_purchase < ${orders.purchasedBefore}`;
+  const purchaseTouchpoints = 'orderId' in orders || orders.byIndex ? touchpointsByIndex(tenantOf, within) : touchpointsOfPeriod(tenantOf, within, orders, notBefore);
+  return `
+    purchases AS (
       SELECT o.order_id, o.customer_id, o.time_of_purchase, o.purchase_total, o.currency,
              NOT EXISTS (SELECT FROM orders f
                           WHERE ${tenantOf('f')} AND f.customer_id = o.customer_id
                             AND (f.time_of_purchase, f.order_id) < (o.time_of_purchase, o.order_id)) AS first_order
         FROM orders o
-       WHERE ${tenantOf('o')} AND ${selected}`;
-  const purchasedIn = ({ purchasedFrom, purchasedBefore }: Purchased) => `o.time_of_purchase >= ${purchasedFrom} AND o.time_of_purchase < ${purchasedBefore}`;
-  if ('keptFrom' in orders) {
-    if (!lookback || Math.max(...(windows as number[])) > LONGEST_KEPT_WINDOW) throw new Error(`Kept paths hold no window beyond ${LONGEST_KEPT_WINDOW} days`);
-    const beyond = orders.beyond && {
-      purchases: purchasesWhere(purchasedIn(orders.beyond)),
-      touchpoints: touchpointsByIndex(tenantOf, within, 'beyond_purchases'),
-    };
-    return keptPaths(tenantOf, orders, notBefore, eachWindow, beyond);
-  }
-  const [selected, purchaseTouchpoints] =
-    'orderId' in orders
-      ? [`o.order_id = ${orders.orderId}`, touchpointsByIndex(tenantOf, within, 'purchases')]
-      : [purchasedIn(orders), touchpointsOfPeriod(tenantOf, within, orders, notBefore)];
-  return `
-    purchases AS (${purchasesWhere(selected)}),
+       WHERE ${tenantOf('o')} AND ${selected}
+    ),
     paths AS (${eachWindow('p')}),
     purchase_touchpoints AS (${purchaseTouchpoints}),
     candidates AS (${eachWindow('c')})`;
@@ -110,32 +104,20 @@ type TenantOf = (alias: string) => string;
  * The relations of pathsSql from the kept paths of the local days [keptFrom, keptBefore): an
  * order's row (touchpoint_id '', its touchpoint columns null) stands for the path that has no
  * touchpoint within the windows; beside touchpoints it is in no path, so creditsSql passes it
- * over. The customer is not kept: `paths` has it null. With the `beyond` orders' own relations
- * (theirs named `beyond_purchases`) added.
+ * over. The customer is not kept: `paths` has it null.
  */
-function keptPaths(
-  tenantOf: TenantOf,
-  { keptFrom, keptBefore }: { keptFrom: string; keptBefore: string },
-  notBefore: NotBefore,
-  eachWindow: (row: string) => string,
-  beyond?: { purchases: string; touchpoints: string },
-): string {
+function keptPaths(tenantOf: TenantOf, { keptFrom, keptBefore }: { keptFrom: string; keptBefore: string }, notBefore: NotBefore, eachWindow: (row: string) => string): string {
   const ofDays = `${tenantOf('k')} AND k.day >= ${keptFrom} AND k.day < ${keptBefore}`;
   const orderColumns = 'k.order_id, NULL::text AS customer_id, k.time_of_purchase, k.purchase_total, k.currency, k.first_order';
   // `purchases` reads the table again rather than `purchase_touchpoints`, which, named twice, would be
   // materialized (0.2 s of a month's 1.2 s at the benchmark's scale).
   return `
-    ${beyond ? `beyond_purchases AS (${beyond.purchases}),` : ''}
     purchase_touchpoints AS (
       SELECT ${orderColumns}, nullif(k.touchpoint_id, '') AS touchpoint_id, ${TOUCHPOINT_COLUMNS.slice(1).map((column) => `k.${column}`).join(', ')}
         FROM attribution_paths k
        WHERE ${ofDays} AND (k.touchpoint_id = '' OR ${notBefore('k.occurred_at', 'k.time_of_purchase').join(' AND ')})
-      ${beyond ? `UNION ALL ${beyond.touchpoints}` : ''}
     ),
-    purchases AS (
-      SELECT ${orderColumns} FROM attribution_paths k WHERE ${ofDays} AND k.touchpoint_id = ''
-      ${beyond ? 'UNION ALL SELECT * FROM beyond_purchases' : ''}
-    ),
+    purchases AS (SELECT ${orderColumns} FROM attribution_paths k WHERE ${ofDays} AND k.touchpoint_id = ''),
     paths AS (${eachWindow('p')}),
     candidates AS (${eachWindow('c')})`;
 }
@@ -162,10 +144,10 @@ type NotBefore = (column: string, instant: string) => string[];
  * The orders of `purchases`, each with its touchpoints (none: one row), found from it by index: a
  * few random reads per order and touchpoint, for one order or a few thousand.
  */
-function touchpointsByIndex(tenantOf: TenantOf, within: (touchpoint: string) => string, purchases: string): string {
+function touchpointsByIndex(tenantOf: TenantOf, within: (touchpoint: string) => string): string {
   return `
       SELECT p.*, ${touchpointColumns('t')}
-        FROM ${purchases} p
+        FROM purchases p
         LEFT JOIN LATERAL (
           SELECT ${touchpointColumns('t')}
             FROM touchpoints t

@@ -1,6 +1,7 @@
 import { CREDIT_PART, creditsSql } from '../attribution/credits-sql.js';
 import { DAY_MS, UNATTRIBUTED, UNLIMITED, windowDaysSql, windowNamed, type AttributionWindow, type ModelId } from '../attribution/models.js';
 import { pathsSql } from '../attribution/paths.js';
+import { localDayStart } from '../db/local-days.js';
 
 /*
  * The parts of an export's statement that attribution adds (rows.ts assembles them): the
@@ -100,26 +101,17 @@ export interface AttributionSqlContext {
   kept: string[];
   /**
    * Where the credits and visits come from: computed from the paths of the period's orders and
-   * touchpoints; or from the kept paths of the local days [fromDay, toDay), and those of the orders
-   * purchased from the instant `beyondFrom` on (up to the period's orders' end), found by index;
-   * or read from the kept daily totals of the period's days (daily-totals.ts), which the
-   * transaction has brought up to date. Those are written by this function's `paths` CTEs.
-   * Kept paths are given for the orders of the period (cash), or up to a window after it (accrual).
+   * touchpoints, or from the kept paths of the local days [fromDay, toDay), the days of the
+   * orders the period counts (cash: its own; accrual: up to a window after it), or read from the
+   * kept daily totals of the period's days (daily-totals.ts), which the transaction has brought
+   * up to date. Those are written by this function's `paths` CTEs.
    */
-  source?: { kind: 'paths' } | KeptPathsSource | KeptDaysSource;
+  source?: { kind: 'paths' } | { kind: 'kept paths'; fromDay: string; toDay: string } | KeptDaysSource;
   /**
    * Under the account breakdown, whether an object's empty account is taken from the period's
    * spend (`records`): always, but when the daily totals are written, which keep the touchpoints' own.
    */
   accountsFromSpend?: boolean;
-}
-
-/** Kept paths of the local days [fromDay, toDay) (SQL dates), and orders from the instant `beyondFrom` on, found by index. */
-export interface KeptPathsSource {
-  kind: 'kept paths';
-  fromDay: string;
-  toDay: string;
-  beyondFrom?: string;
 }
 
 /** The kept daily totals of the local days [fromDay, toDay) (SQL dates), and the bucket of such a day. */
@@ -226,13 +218,13 @@ export function attributionCtes({
   const notVisitedBefore = `NOT CASE WHEN n.visitor_id IS NULL THEN ${visitedBefore('e.visitor_id IS NULL AND e.customer_id = n.customer_id')}
                                     ELSE ${visitedBefore('e.visitor_id = n.visitor_id')} END`;
   const modes = [...new Set(combinations.map((combination) => combination.accountingMode))];
-  const creditsCountedIn = (mode: AccountingMode) => {
+  const creditsCountedIn = (mode: AccountingMode, conditions: string[] = []) => {
     const at = COUNTED_AT[mode];
     return `SELECT model, window_days, '${mode}'::text AS mode, ${bucketOf(at)} AS bucket${keyList}, currency,
              ${parts('credit_parts * purchase_total')} AS rev, ${parts('credit_parts')} AS txns,
              coalesce(${parts('credit_parts * purchase_total', ' FILTER (WHERE first_order)')}, 0) AS rev_ft,
              coalesce(${parts('credit_parts', ' FILTER (WHERE first_order)')}, 0) AS txns_ft
-        FROM ${accounted('order_credits', ['model', ...CREDIT_COLUMNS.split(', ')])} AS k ${where([inPeriod(at), ...kept])}
+        FROM ${accounted('order_credits', ['model', ...CREDIT_COLUMNS.split(', ')])} AS k ${where([inPeriod(at), ...kept, ...conditions])}
        GROUP BY model, window_days, ${bucketOf(at)}${keyList}, currency`;
   };
   const preamble = [
@@ -251,15 +243,33 @@ export function attributionCtes({
     const keptDays = (table: string, extra = '') =>
       `(SELECT * FROM ${table} WHERE client_id = $1 AND environment = $2${extra} AND day >= ${fromDay} AND day < ${toDay})`;
     const totalsKeys = `$${params.push(combinations.map((combination) => keptTotalsKey(combination.model, windowDaysSql(combination.window)!, combination.accountingMode)))}::text[]`;
+    // Accrual days kept with the orders before a day (migration 0022) take the credits of the
+    // orders from that day on as they are read: found by index (a day or two of them), credited,
+    // and counted on the days kept without them.
+    const ordersBefore = `(SELECT min(m.orders_before) FROM attribution_days m
+                            WHERE m.client_id = $1 AND m.environment = $2 AND m.totals = ANY (${totalsKeys}) AND m.day >= ${fromDay} AND m.day < ${toDay})`;
+    const countedAsRead = `EXISTS (SELECT FROM attribution_days m
+                                    WHERE m.client_id = $1 AND m.environment = $2 AND m.totals = k.model || '/' || k.window_days || '/accrual'
+                                      AND m.day = (coalesce(k.occurred_at, k.time_of_purchase) AT TIME ZONE $3)::date
+                                      AND k.time_of_purchase >= ${localDayStart('m.orders_before', '$3')})`;
+    const creditedAsRead = accrual
+      ? [
+          `order_credits AS (
+      WITH ${pathsSql({ clientId: '$1', environment: '$2', orders: { purchasedFrom: localDayStart(ordersBefore, '$3'), purchasedBefore: orders.purchasedBefore, byIndex: true }, windows })}
+      ${orderCredits})`,
+        ]
+      : [];
     return [
       ...preamble,
+      ...creditedAsRead,
       `credit_totals AS (
-      SELECT ${combinationKeys}, k.bucket${keyList}, k.currency, k.rev, k.txns, k.rev_ft, k.txns_ft
-        FROM (SELECT totals, ${bucketOfDay('day')} AS bucket${keyList}, currency, sum(rev) AS rev, sum(txns) AS txns, sum(rev_ft) AS rev_ft, sum(txns_ft) AS txns_ft
+      SELECT ${combinationKeys}, k.bucket${keyList}, k.currency, sum(k.rev) AS rev, sum(k.txns) AS txns, sum(k.rev_ft) AS rev_ft, sum(k.txns_ft) AS txns_ft
+        FROM (SELECT totals, ${bucketOfDay('day')} AS bucket${keyList}, currency, rev, txns, rev_ft, txns_ft
                 FROM ${accounted(keptDays('attribution_credit_days', ` AND totals = ANY (${totalsKeys})`), ['totals', 'day', 'currency', 'rev', 'txns', 'rev_ft', 'txns_ft'])} AS k
                ${where(kept)}
-               GROUP BY totals, 2${keyList}, currency) AS k
-        JOIN combinations c ON c.credited_by || '/' || c.window_days || '/' || c.accounting_mode = k.totals)`,
+              ${accrual ? `UNION ALL SELECT model || '/' || window_days || '/' || mode, bucket${keyList}, currency, rev, txns, rev_ft, txns_ft FROM (${creditsCountedIn('accrual', [countedAsRead])}) AS r` : ''}) AS k
+        JOIN combinations c ON c.credited_by || '/' || c.window_days || '/' || c.accounting_mode = k.totals
+       GROUP BY ${combinationKeys}, k.bucket${keyList}, k.currency)`,
       `visit_totals AS (
       SELECT ${bucketOfDay('day')} AS bucket${keyList}, sum(visits)::bigint AS visits, sum(new_visits)::bigint AS new_visits
         FROM ${accounted(keptDays('attribution_visit_days'), ['day', 'visits', 'new_visits'])} AS v
@@ -267,10 +277,7 @@ export function attributionCtes({
        GROUP BY 1${keyList})`,
     ];
   }
-  const pathsOf =
-    source.kind === 'kept paths'
-      ? { keptFrom: source.fromDay, keptBefore: source.toDay, ...(source.beyondFrom && { beyond: { purchasedFrom: source.beyondFrom, purchasedBefore: orders.purchasedBefore } }) }
-      : orders;
+  const pathsOf = source.kind === 'kept paths' ? { keptFrom: source.fromDay, keptBefore: source.toDay } : orders;
   return [
     ...preamble,
     // Paths are built in a WITH of their own, whose names cannot meet the export's.
@@ -281,7 +288,7 @@ export function attributionCtes({
     // sorting every credit once per combination (a year of three models took 50 s to sort).
     `credit_totals AS (
       SELECT ${combinationKeys}, k.bucket${keyList}, k.currency, k.rev, k.txns, k.rev_ft, k.txns_ft
-        FROM (${modes.map(creditsCountedIn).join('\nUNION ALL\n')}) AS k
+        FROM (${modes.map((mode) => creditsCountedIn(mode)).join('\nUNION ALL\n')}) AS k
         JOIN combinations c ON c.credited_by = k.model AND c.window_days IS NOT DISTINCT FROM k.window_days AND c.accounting_mode = k.mode)`,
     `visit_totals AS (
       WITH period_visits AS MATERIALIZED (${periodVisits}),

@@ -78,11 +78,14 @@ export function markChangedDaysStale(db: Database, { tenant, timeZone }: Pick<Ke
       tenantParams,
     );
     if (slots.length === 0) return;
+    const [change] = await tx.query<{ earliest: string }>('SELECT min(e)::text AS earliest FROM unnest($1::timestamptz[]) AS e', [slots.map((slot) => slot.earliest)]);
+    // Accrual days kept with the orders before a day (migration 0022) are left to a change of orders from that day on.
     await tx.query(
       `UPDATE attribution_days SET stale = true
         WHERE client_id = $1 AND environment = $2 AND NOT stale
-          AND day >= (((SELECT min(e) FROM unnest($3::timestamptz[]) AS e) - lookback_days * interval '${DAY_MS} milliseconds') AT TIME ZONE $4)::date`,
-      [...tenantParams, slots.map((slot) => slot.earliest), keptZone],
+          AND day >= (($3::timestamptz - lookback_days * interval '${DAY_MS} milliseconds') AT TIME ZONE $4)::date
+          AND (orders_before IS NULL OR $3::timestamptz < ${localDayStart('orders_before', '$4')})`,
+      [...tenantParams, change!.earliest, keptZone],
     );
     // The slots read only: a write's note in a slot that had none is not locked by the read, and
     // may have been committed since, its days not marked.
@@ -120,29 +123,36 @@ function runsOf(days: readonly string[]): Run[] {
   return runs;
 }
 
-/** The days of `period` that one of `totals` lacks or has stale (`kept`: that all of them have kept), as runs. */
+/**
+ * The days of `period` that one of `totals` lacks or has stale (`kept`: that all of them have
+ * kept), as runs. Accrual days kept with the orders before a day (migration 0022) are stale once
+ * that day's paths are kept: they are computed again from them.
+ */
 async function runsWhere(tx: Queryable, tenant: Tenant, period: Run, totals: readonly string[], kept = false): Promise<Run[]> {
   const rows = await tx.query<{ day: string }>(
     `SELECT to_char(d, 'YYYY-MM-DD') AS day
        FROM generate_series($3::date::timestamp, $4::date::timestamp - interval '1 day', interval '1 day') AS d
       WHERE ${kept ? 'NOT ' : ''}EXISTS (SELECT FROM unnest($5::text[]) AS t (totals)
                      WHERE NOT EXISTS (SELECT FROM attribution_days k
-                                        WHERE k.client_id = $1 AND k.environment = $2 AND k.totals = t.totals AND k.day = d::date AND NOT k.stale))
+                                        WHERE k.client_id = $1 AND k.environment = $2 AND k.totals = t.totals AND k.day = d::date AND NOT k.stale
+                                          AND NOT EXISTS (SELECT FROM attribution_days p
+                                                           WHERE p.client_id = $1 AND p.environment = $2 AND p.totals = '${KEPT_PATHS}'
+                                                             AND p.day = k.orders_before AND NOT p.stale)))
       ORDER BY d`,
     [tenant.clientId, tenant.environment, period.from, period.to, totals],
   );
   return runsOf(rows.map((row) => row.day));
 }
 
-/** Marks the days of `run` kept for each of `totals`, stale ones among them too. */
-async function markKept(tx: Queryable, tenant: Tenant, run: Run, totals: readonly string[], lookbackDays: number): Promise<void> {
+/** Marks the days of `run` kept for each of `totals` (with the orders before the day `ordersBefore`), stale ones among them too. */
+async function markKept(tx: Queryable, tenant: Tenant, run: Run, totals: readonly string[], lookbackDays: number, ordersBefore?: string): Promise<void> {
   await tx.query(
-    `INSERT INTO attribution_days (client_id, environment, totals, day, lookback_days)
-     SELECT $1, $2, t.totals, d::date, $6
+    `INSERT INTO attribution_days (client_id, environment, totals, day, lookback_days, orders_before)
+     SELECT $1, $2, t.totals, d::date, $6, $7::date
        FROM unnest($5::text[]) AS t (totals)
       CROSS JOIN generate_series($3::date::timestamp, $4::date::timestamp - interval '1 day', interval '1 day') AS d
-     ON CONFLICT (client_id, environment, totals, day) DO UPDATE SET stale = false, lookback_days = excluded.lookback_days`,
-    [tenant.clientId, tenant.environment, run.from, run.to, totals, lookbackDays],
+     ON CONFLICT (client_id, environment, totals, day) DO UPDATE SET stale = false, lookback_days = excluded.lookback_days, orders_before = excluded.orders_before`,
+    [tenant.clientId, tenant.environment, run.from, run.to, totals, lookbackDays, ordersBefore ?? null],
   );
 }
 
@@ -192,8 +202,15 @@ export async function keepMissingPaths(tx: Queryable, { tenant, timeZone, period
 /** Where credits are computed from (attributionCtes). */
 type CreditSource = NonNullable<AttributionSqlContext['source']>;
 
-/** The most orders beyond the kept paths an accrual run finds by index (0.2 ms each at the benchmark's scale), rather than from the touchpoints. */
-const BEYOND_KEPT_PATHS_BY_INDEX = 5000;
+/** Runs of days, the source of their credits, and the day before which it counts orders (accrual days from kept paths: migration 0022). */
+type CreditSources = { run: Run; source: (params: unknown[]) => CreditSource; ordersBefore?: string }[];
+
+/**
+ * The most orders after the kept paths whose credits a report of accrual days kept without them
+ * computes as it reads (0.2 ms each at the benchmark's scale, found by index), rather than the
+ * days counting every order.
+ */
+const ORDERS_CREDITED_AS_READ = 5000;
 
 /**
  * Where the credits of the days `missing` of `combination`'s window and mode are computed from,
@@ -201,23 +218,20 @@ const BEYOND_KEPT_PATHS_BY_INDEX = 5000;
  * touchpoints (attributionCtes' source, given the statement's parameters: $4 and $5 the run's
  * days). Cash days count their own orders: the runs of days with kept paths, and those without.
  * Accrual days count the orders of up to a window after them (and a day: a local day may be 25
- * hours long): from kept paths when those of the run's first days on are kept, and the orders
- * after the last of them (today's, never kept) are few enough to find by index.
+ * hours long): from kept paths when those of the run's first days on are kept; when the paths of
+ * a later day are not (today's are never kept), from those before it, `ordersBefore` that day,
+ * if the orders from it on are few enough for a report to credit as it reads (migration 0022).
  */
 async function creditSources(
   tx: Queryable,
   { tenant, timeZone }: Pick<KeptTotalsAsked, 'tenant' | 'timeZone'>,
   missing: Run,
   combination: AttributionCombination,
-): Promise<{ run: Run; source: (params: unknown[]) => CreditSource }[]> {
+): Promise<CreditSources> {
   const fromTouchpoints = () => ({ kind: 'paths' }) as const;
-  /** The kept paths of the run's days, or of its first day to `keptTo`, and the orders from then on, found by index. */
-  const fromKeptPaths =
-    (keptTo?: string, beyond = false) =>
-    (params: unknown[]): CreditSource => {
-      const toDay = keptTo ? `$${params.push(keptTo)}::date` : '$5::date';
-      return { kind: 'kept paths', fromDay: '$4::date', toDay, ...(beyond && { beyondFrom: localDayStart(toDay, '$3') }) };
-    };
+  /** The kept paths of the run's days, or of its first day to `keptTo`. */
+  const fromKeptPaths = (keptTo?: string) => (params: unknown[]) =>
+    ({ kind: 'kept paths', fromDay: '$4::date', toDay: keptTo ? `$${params.push(keptTo)}::date` : '$5::date' }) as const;
   if (combination.accountingMode === 'cash') {
     return [
       ...(await runsWhere(tx, tenant, missing, [KEPT_PATHS], true)).map((run) => ({ run, source: fromKeptPaths() })),
@@ -229,14 +243,15 @@ async function creditSources(
   const [kept] = await runsWhere(tx, tenant, { from: missing.from, to: ordersTo }, [KEPT_PATHS], true);
   if (!kept || kept.from !== missing.from) return [{ run: missing, source: fromTouchpoints }];
   if (kept.to === ordersTo) return [{ run: missing, source: fromKeptPaths(kept.to) }];
-  const [{ beyond }] = (await tx.query<{ beyond: number }>(
-    `SELECT count(*)::int AS beyond FROM (
+  const [{ after }] = (await tx.query<{ after: number }>(
+    `SELECT count(*)::int AS after FROM (
        SELECT FROM orders WHERE client_id = $1 AND environment = $2
           AND time_of_purchase >= ${localDayStart('$4::date', '$3')} AND time_of_purchase < ${localDayStart('$5::date', '$3')} + $6::int * interval '${DAY_MS} milliseconds'
-        LIMIT ${BEYOND_KEPT_PATHS_BY_INDEX + 1}) AS o`,
+        LIMIT ${ORDERS_CREDITED_AS_READ + 1}) AS o`,
     [tenant.clientId, tenant.environment, timeZone, kept.to, missing.to, windowDays],
-  )) as [{ beyond: number }];
-  return [{ run: missing, source: beyond > BEYOND_KEPT_PATHS_BY_INDEX ? fromTouchpoints : fromKeptPaths(kept.to, true) }];
+  )) as [{ after: number }];
+  if (after > ORDERS_CREDITED_AS_READ) return [{ run: missing, source: fromTouchpoints }];
+  return [{ run: missing, source: fromKeptPaths(kept.to), ordersBefore: kept.to }];
 }
 
 /**
@@ -264,7 +279,8 @@ export async function keepMissingDays(tx: Queryable, { tenant, timeZone, combina
    */
   const keep = async (totals: string[], lookback: number, group: readonly AttributionCombination[], insert: (params: unknown[]) => string, credits = false) => {
     for (const missing of await runsWhere(tx, tenant, period, totals)) {
-      for (const { run, source } of credits ? await creditSources(tx, { tenant, timeZone }, missing, group[0]!) : [{ run: missing, source: () => ({ kind: 'paths' }) as const }]) {
+      const sources: CreditSources = credits ? await creditSources(tx, { tenant, timeZone }, missing, group[0]!) : [{ run: missing, source: () => ({ kind: 'paths' }) }];
+      for (const { run, source, ordersBefore } of sources) {
         const runParams = [tenant.clientId, tenant.environment, run.from, run.to, totals];
         const inRun = 'client_id = $1 AND environment = $2 AND day >= $3::date AND day < $4::date';
         await tx.query(`DELETE FROM attribution_days WHERE ${inRun} AND totals = ANY ($5::text[])`, runParams);
@@ -283,7 +299,7 @@ export async function keepMissingDays(tx: Queryable, { tenant, timeZone, combina
           accountsFromSpend: false,
         });
         await tx.query(`WITH ${ctes.join(',\n')}\n${insert(params)}`, params);
-        await markKept(tx, tenant, run, totals, lookback);
+        await markKept(tx, tenant, run, totals, lookback, ordersBefore);
       }
     }
   };
