@@ -319,7 +319,8 @@ async function bareDashboardSql(store: Store, tenant: Tenant): Promise<Row> {
  * daily totals (src/exports/daily-totals.ts). Timed, once the server's keeper (src/exports/keeper.ts)
  * has kept the dashboard's window and mode ahead: the first request; the median of a few more;
  * another model (kept ahead too); another window, whose 30 days the request computes and keeps;
- * one after a batch of live touchpoints (now, after the period: no day changes); one right after
+ * accrual mode (kept ahead too); one after a batch of live touchpoints and an order (now, after the
+ * period: no cash day changes, and accrual days are kept without today's orders), in both modes; one right after
  * a late touchpoint in the middle of the period (cash days from its day on are computed again);
  * one after another, once the keeper has computed them again in the background; another model
  * then (the report before took the first change: the keeper computes the days it made stale).
@@ -368,6 +369,7 @@ async function dashboardReports(server: RunningServer, store: Store): Promise<Ro
   await measured('again', REPORT_RUNS);
   await measured('another model (kept ahead)', 1, { model: 'time_decay' });
   await measured('another window (computes its days)', 1, { window: '14' });
+  await measured('accrual (kept ahead)', 1, { mode: 'accrual' });
   const rand = random(7);
   const visit = (id: string, at: Date) => ({
     touchpoint_id: `bench-live-${id}`,
@@ -376,7 +378,11 @@ async function dashboardReports(server: RunningServer, store: Store): Promise<Ro
     ...generateVisit(rand, `bench-live-click-${id}`),
   });
   await postTouchpoints(Array.from({ length: 1000 }, (_, n) => visit(String(n), new Date())));
-  await measured('after 1,000 live touchpoints');
+  const liveOrder = { order_id: 'bench-live-order', customer_id: 'cust-1', time_of_purchase: new Date().toISOString(), currency: 'USD', purchase_total: 50, tax: 0, shipping_cost: 0 };
+  const ordered = await fetch(`${server.url}/v2/orders`, { method: 'POST', headers: server.headers, body: JSON.stringify([{ ...liveOrder, products: [{ id: 'p', name: 'P', quantity: 1, price: 50 }] }]) });
+  if (ordered.status >= 300) throw new Error(`order: ${ordered.status} ${await ordered.text()}`);
+  await measured('after 1,000 live touchpoints and an order');
+  await measured('accrual, after them', 1, { mode: 'accrual' });
   await postTouchpoints([visit('late', new Date(TODAY - 15 * DAY_MS + 12 * 3_600_000))]);
   await measured('after a touchpoint 15 days ago (15 days again)');
   await postTouchpoints([visit('late-kept', new Date(TODAY - 15 * DAY_MS + 13 * 3_600_000))]);

@@ -100,17 +100,23 @@ test('every model of the last days is kept ahead for the clients with production
   assert.ok(!dueNow.includes(uatOnly.client_id), 'UAT data is not kept ahead');
 
   await keepAhead(service.db, tenantOf(shop), ZONE, { days: DAYS, now });
-  for (const totals of [...aheadTotals, 'visits']) assert.deepEqual([...(await keptDays(shop, totals)).keys()], lastDays, totals);
+  const accrualAhead = MODEL_IDS.map((model) => `${model}/${KEPT_AHEAD.window}/accrual`);
+  for (const totals of [...aheadTotals, ...accrualAhead, 'visits']) assert.deepEqual([...(await keptDays(shop, totals)).keys()], lastDays, totals);
+  assert.deepEqual(
+    await service.db.query("SELECT DISTINCT to_char(orders_before, 'YYYY-MM-DD') AS day FROM attribution_days WHERE client_id = $1 AND totals LIKE '%/accrual'", [shop.client_id]),
+    [{ day: today }],
+    "accrual days kept without today's orders",
+  );
   assert.ok(!(await due(now)).includes(shop.client_id), 'done for today');
   assert.ok((await due(new Date(now.getTime() + 86_400_000))).includes(shop.client_id), 'due again tomorrow');
 
-  for (const model of ['linear', 'first_touch', 'clicks_and_views']) {
-    const kept = await keptDays(shop, `${model}/${KEPT_AHEAD.window}/${KEPT_AHEAD.accountingMode}`);
-    const fromKept = await report(shop, model);
-    assert.deepEqual(await keptDays(shop, `${model}/${KEPT_AHEAD.window}/${KEPT_AHEAD.accountingMode}`), kept, `${model}: the report read the days kept ahead`);
-    assert.ok(fromKept.rows.some((row) => Number(row.rev) > 0), `${model}: credited revenue`);
+  for (const [model, mode] of [['linear', 'cash'], ['first_touch', 'cash'], ['clicks_and_views', 'cash'], ['position_based', 'accrual']] as const) {
+    const kept = await keptDays(shop, `${model}/${KEPT_AHEAD.window}/${mode}`);
+    const fromKept = await report(shop, model, undefined, undefined, mode);
+    assert.deepEqual(await keptDays(shop, `${model}/${KEPT_AHEAD.window}/${mode}`), kept, `${model}, ${mode}: the report read the days kept ahead`);
+    assert.ok(fromKept.rows.some((row) => Number(row.rev) > 0), `${model}, ${mode}: credited revenue`);
     await wipeKeptTotals(shop);
-    assert.deepEqual(await report(shop, model), fromKept, `${model}: as computed by the report itself`);
+    assert.deepEqual(await report(shop, model, undefined, undefined, mode), fromKept, `${model}, ${mode}: as computed by the report itself`);
     await keepAhead(service.db, tenantOf(shop), ZONE, { days: DAYS, now });
   }
   // Another window is computed when it is asked, for the model asked.
@@ -153,9 +159,9 @@ test("a day's kept paths are those of the orders of its local day: one late in t
   assert.deepEqual(await report(client, 'linear', '7', [day]), fromPaths);
 });
 
-/** An order of c1 placed now: today's, whose path is never kept. */
+/** An order of c1 placed now (as the tests' clock goes): today's, whose path is never kept. */
 const ofNow = (id: string, total: number) =>
-  minimalOrder(id, { customer_id: 'c1', time_of_purchase: new Date().toISOString(), currency: 'USD', purchase_total: total, products: [{ id: 'p', name: 'P', quantity: 1, price: total }] });
+  minimalOrder(id, { customer_id: 'c1', time_of_purchase: now.toISOString(), currency: 'USD', purchase_total: total, products: [{ id: 'p', name: 'P', quantity: 1, price: total }] });
 
 test("accrual days are kept from the kept paths of the orders up to a window after them, today's orders credited as they are read: live orders leave them kept", async () => {
   const client = await clientWithData('accrual from kept paths');

@@ -18,9 +18,11 @@ import { LOCAL_DAYS_AS_INSTANTS, type RowsPlan } from './rows.js';
  * the days that instant may have changed are marked stale, then the days missing or stale are
  * computed. The UNLIMITED window is never kept: any write can change any later day under it.
  *
- * The keeper also keeps the paths of the orders of the days whose cash totals it keeps (migration
- * 0020, keepMissingPaths): the cash days a report lacks are credited from them where they are kept,
- * which skips finding the paths (most of the work), and from the touchpoints elsewhere.
+ * The keeper also keeps the paths of the orders of the days whose totals it keeps (migration 0020,
+ * keepMissingPaths): the days a report lacks are credited from them where they are kept, which
+ * skips finding the paths (most of the work), and from the touchpoints elsewhere. Accrual days
+ * kept from them leave out the orders after them (today's), which a report credits as it reads
+ * (migration 0022).
  */
 
 /** What a report asks of the kept totals: its combinations, over the local days of its period. */

@@ -3,7 +3,7 @@ import { MODEL_IDS } from '../attribution/models.js';
 import type { Environment, Tenant } from '../auth/tenant.js';
 import type { Database } from '../db/index.js';
 import { startPeriodic } from '../periodic.js';
-import { KEPT_PATHS, KEPT_VISITS, combinationOfKeptTotals, type AttributionCombination } from './attributed-rows.js';
+import { KEPT_PATHS, KEPT_VISITS, combinationOfKeptTotals, type AccountingMode, type AttributionCombination } from './attributed-rows.js';
 import { markChangedDaysStale, dropKeptDaysBefore, keepMissingDays, keepMissingPaths, type KeptTotalsAsked } from './daily-totals.js';
 import { addDays, localToday } from './period.js';
 import { inRowsTransaction } from './rows.js';
@@ -19,11 +19,12 @@ import { inRowsTransaction } from './rows.js';
  *   among the keeper's days, so that the next report reads them; older ones, and accrual days,
  *   are left to the report that asks for them;
  * - once a day of each client's zone, for every client with production orders or touchpoints, it
- *   drops the kept days before the keeper's days and keeps those of the dashboard's window and
- *   mode ahead, for every model, so that the dashboard opens, and switches models, on kept days.
+ *   drops the kept days before the keeper's days and keeps those of the dashboard's window ahead,
+ *   in both modes, for every model, so that the dashboard opens, and switches models and modes,
+ *   on kept days.
  *
- * With the cash days it keeps, it keeps their orders' paths (daily-totals.ts, keepMissingPaths),
- * so that the first report of another window or model credits them without finding them.
+ * With the days it keeps, it keeps their orders' paths (daily-totals.ts, keepMissingPaths), so
+ * that the first report of another window or model credits them without finding them.
  *
  * It works under the client's lock, as reports do, a piece of days at a time: a report arriving
  * meanwhile waits for the piece, then reads.
@@ -31,6 +32,11 @@ import { inRowsTransaction } from './rows.js';
 
 /** The window and accounting mode the dashboard opens on (src/pages/dashboard.html): their days are kept ahead. */
 export const KEPT_AHEAD = { window: 30, accountingMode: 'cash' } as const satisfies Omit<AttributionCombination, 'model' | 'modelAsked'>;
+/**
+ * The modes of KEPT_AHEAD's window kept ahead: the dashboard's other mode, accrual, reads kept
+ * days too. They are kept without today's orders (migration 0022), so live orders leave them.
+ */
+export const MODES_KEPT_AHEAD: readonly AccountingMode[] = ['cash', 'accrual'];
 /** The most days computed in one transaction, holding the client's lock. */
 const PIECE_DAYS = 30;
 /** How often the clients due to be kept ahead are looked for (they are due once a day). */
@@ -49,7 +55,7 @@ const keepersPeriod = (timeZone: string, { days, now }: KeepersDays) => {
 };
 
 /**
- * Computes the kept days `asked` (cash combinations) lacks, a piece of days at a time, the latest
+ * Computes the kept days `asked` lacks, a piece of days at a time, the latest
  * first: the paths of the piece's orders first, those of days before `today` only, then the
  * combinations' credits from them, each in a transaction of its own, so that a report waits for
  * one of them at most (15 s and 10 s for a piece at the benchmark's scale). Today's paths are not
@@ -74,7 +80,8 @@ async function keepInPieces(db: Database, asked: KeptTotalsAsked, today: string,
  * the stale cash days among the keeper's days, whether this or a report marked them: each cash
  * combination from the first to the last day it has kept there, together with the combinations
  * kept over the same days (those kept ahead), and the paths and visits of those days. Accrual days
- * are left to the report that asks for them: an order of now reaches back a window in accrual, so
+ * are left to the report that asks for them: where they count every order (a shop of more than
+ * 5,000 orders a day: daily-totals.ts, creditSources), an order of now reaches back a window, so
  * under live orders every pass would compute the last window's days again for every accrual
  * combination ever viewed (6 s of one of them, 30 days, at the benchmark's scale, every 30 s), and
  * the next order would make them stale before anybody read them. What it leaves stale it no longer
@@ -110,12 +117,12 @@ export async function refreshKeptTotals(db: Database, tenant: Tenant, timeZone: 
 
 /**
  * Brings the client's kept days up to date (refreshKeptTotals), drops those before the keeper's
- * days, keeps the keeper's days of KEPT_AHEAD's window and mode for every model, and notes the
+ * days, keeps the keeper's days of KEPT_AHEAD's window in both modes for every model, and notes the
  * day it was done, unless the client's zone changed meanwhile.
  */
 export async function keepAhead(db: Database, tenant: Tenant, timeZone: string, keepers: KeepersDays, signal?: AbortSignal): Promise<void> {
   const period = keepersPeriod(timeZone, keepers);
-  const combinations = MODEL_IDS.map((model) => ({ model, modelAsked: model, ...KEPT_AHEAD }));
+  const combinations = MODES_KEPT_AHEAD.flatMap((accountingMode) => MODEL_IDS.map((model) => ({ model, modelAsked: model, window: KEPT_AHEAD.window, accountingMode })));
   await refreshKeptTotals(db, tenant, timeZone, keepers, signal);
   await dropKeptDaysBefore(db, { tenant, timeZone }, period.from);
   await keepInPieces(db, { tenant, timeZone, combinations, period: { kind: 'days', ...period } }, period.to, signal);
