@@ -109,6 +109,11 @@ test('campaign rows equal the CSV of an export of the same options, ids included
   assert.equal(body.currency, 'USD');
   // Spend 49.5; last touch credits a-1 (100) to google search, b-1 (45) to meta winter, d-1 (30) is unattributed.
   assert.deepEqual(body.totals, { spend: 49.5, rev: 175, roas: Number((175 / 49.5).toFixed(6)), cac: 16.5, txns: 3, visits: 4 });
+  // The hosted API's aliases total as the metrics they name.
+  const aliased = (await report(client, { ...PERIOD, level: 'campaign', metrics: 'revAttributed,imprs', model: 'last_touch', window: '7', mode: 'cash' })).json();
+  const impressions = aliased.rows.reduce((sum: number, row: Record<string, number>) => sum + row.imprs!, 0);
+  assert.ok(impressions > 0);
+  assert.deepEqual(aliased.totals, { revAttributed: 175, imprs: impressions });
 });
 
 test('level total: the store metrics beside attribution per day, equal to an export summed by DATE', async () => {

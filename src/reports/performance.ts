@@ -1,7 +1,7 @@
 import type { Tenant } from '../auth/tenant.js';
 import type { Store } from '../db/store.js';
 import type { ErrorItem } from '../http/errors.js';
-import { METRIC_IDS, isAttributionMetric, isOrderMetric } from '../exports/catalog.js';
+import { METRIC_ALIASES, METRIC_IDS, isAttributionMetric, isOrderMetric } from '../exports/catalog.js';
 import { keptTotalsOf } from '../exports/daily-totals.js';
 import { planExport, type ExportPlan } from '../exports/plan.js';
 import { joinedBytes } from '../exports/text-bytes.js';
@@ -57,7 +57,6 @@ const ratiosOf = (attributed: boolean): Record<string, [string, string, number]>
   ecpc: ['spend', 'visits', 1],
 });
 
-const round = (value: number, scale: number) => Math.round(value * 10 ** scale) / 10 ** scale;
 const daysBetween = (first: string, last: string) => (Date.parse(`${last}T00:00:00Z`) - Date.parse(`${first}T00:00:00Z`)) / DAY_MS + 1;
 
 /** What a report runs: an export request, and its granularity, which may be PERIOD (exports have no such choice). */
@@ -111,59 +110,60 @@ export function reportRequest(query: ReportQuery): ReportRequest | { problems: E
   };
 }
 
-/**
- * The totals of a report's rows, added up a row at a time: sums of the summed metrics, and each
- * ratio from those sums. Amounts in different currencies are never added: with rows in several
- * currencies, every total is null.
- */
-function totalsOf(plan: ExportPlan) {
-  const sums = new Map<string, number>();
-  const currencies = new Set<string>();
-  const ratios = ratiosOf(plan.attribution.length > 0);
-  return {
-    add(row: Record<string, unknown>) {
-      for (const metric of SUMMED) if (row[metric] !== undefined) sums.set(metric, (sums.get(metric) ?? 0) + Number(row[metric] ?? 0));
-      if (typeof row.currency === 'string') currencies.add(row.currency);
-    },
-    /** The totals and the one currency of the rows added (null with several, or none). */
-    result() {
-      const total = (id: string): number | null => {
-        if (currencies.size > 1) return null;
-        if (SUMMED.has(id)) return round(sums.get(id) ?? 0, RATIO_SCALE);
-        const ratio = ratios[id];
-        if (!ratio) return null;
-        const [numerator, denominator, factor] = ratio;
-        const divisor = sums.get(denominator) ?? 0;
-        return divisor === 0 ? null : round(((sums.get(numerator) ?? 0) * factor) / divisor, RATIO_SCALE);
-      };
-      return { totals: Object.fromEntries(plan.metrics.map(({ id }) => [id, total(id)])), currency: currencies.size === 1 ? [...currencies][0]! : null };
-    },
-  };
-}
-
 /** `text` as an SQL string literal. */
 const literal = (text: string) => `'${text.replace(/'/g, "''")}'`;
 
 /**
- * The statement answering a report's rows: each row's JSON text, made where the rows are (numbers
- * with their exact decimals, trailing zeros trimmed), and beside it the currency and the summed
- * metrics its totals are made of. Built with `||`, not json_build_object, whose arguments stop at
- * 100, and in the columns' order.
+ * A JSON object as SQL text: each key with the JSON of its SQL value (null when NULL), in order.
+ * Built with `||`, not json_build_object, whose arguments stop at 100 and which writes spaces.
  */
-function reportRowsSql(sql: string, columns: OutputColumn[], computed: string[], metricNames: Set<string>): string {
-  const members = columns.map(({ name, header }) => {
-    const value = metricNames.has(header) ? `trim_scale(r.${columnName(name)})` : `r.${columnName(name)}::text`;
-    return `${literal(JSON.stringify(header))} || ':' || coalesce(to_json(${value})::text, 'null')`;
-  });
-  const sums = [...SUMMED].filter((metric) => computed.includes(metric)).map((metric) => `r.${columnName(metric)}`);
-  return `SELECT '{' || ${members.join(" || ',' || ")} || '}' AS row_json, r.currency${sums.map((sum) => `, ${sum}`).join('')}
-            FROM (${sql}) AS r`;
+const jsonObjectSql = (entries: [key: string, value: string][]) =>
+  entries.length === 0 ? `'{}'` : `'{' || ${entries.map(([key, value]) => `${literal(`${JSON.stringify(key)}:`)} || coalesce(to_json(${value})::text, 'null')`).join(" || ',' || ")} || '}'`;
+
+/**
+ * The totals of a report's rows as one JSON object, in SQL over `report_rows`: sums of the summed
+ * metrics, and each ratio from those sums, as exact decimals rounded as the rows' ratios are.
+ * Amounts in different currencies are never added: with rows in several currencies, every total
+ * is null. Beside it, the one currency of the rows (null with several, or none).
+ */
+function totalsSql(plan: ExportPlan, computed: readonly string[]): string {
+  const ratios = ratiosOf(plan.attribution.length > 0);
+  const sum = (metric: string) => (computed.includes(metric) ? `coalesce(sum(${columnName(metric)}), 0)` : '0');
+  const total = (id: string) => {
+    const metric = METRIC_ALIASES[id] ?? id;
+    if (SUMMED.has(metric)) return `round(${sum(metric)}, ${RATIO_SCALE})`;
+    const ratio = ratios[metric];
+    if (!ratio) return 'NULL::numeric';
+    const [numerator, denominator, factor] = ratio;
+    return `round(${sum(numerator)} * ${factor} / nullif(${sum(denominator)}, 0), ${RATIO_SCALE})`;
+  };
+  const totals = plan.metrics.map(({ id }): [string, string] => [id, `CASE WHEN count(DISTINCT currency) <= 1 THEN trim_scale(${total(id)}) END`]);
+  return `SELECT NULL AS row_json, ${jsonObjectSql(totals)} AS totals, CASE WHEN count(DISTINCT currency) = 1 THEN min(currency) END AS currency FROM report_rows`;
+}
+
+/** The totals of a report without rows (UAT's test credentials keep none): sums 0, ratios null. */
+const totalsOfNoRows = (plan: ExportPlan) =>
+  JSON.stringify(Object.fromEntries(plan.metrics.map(({ id }) => [id, SUMMED.has(METRIC_ALIASES[id] ?? id) ? 0 : null])));
+
+/**
+ * The statement answering a report: each row's JSON text, made where the rows are (numbers with
+ * their exact decimals, trailing zeros trimmed), in the rows' order, then a last row with the
+ * totals (totalsSql). The rows are kept (materialized) for the totals to add up, so that no
+ * summed column crosses to Node: sending them cost a fifth of the dashboard's report.
+ */
+function reportSql(plan: ExportPlan, sql: string, columns: OutputColumn[], computed: readonly string[]): string {
+  const metricNames = new Set(plan.metrics.map(({ id }) => id));
+  const members = columns.map(({ name, header }): [string, string] => [header, metricNames.has(header) ? `trim_scale(r.${columnName(name)})` : `r.${columnName(name)}::text`]);
+  const sums = [...SUMMED].filter((metric) => computed.includes(metric)).map((metric) => `, r.${columnName(metric)}`);
+  return `WITH report_rows AS MATERIALIZED (SELECT ${jsonObjectSql(members)} AS row_json, r.currency${sums.join('')} FROM (${sql}) AS r)
+    SELECT row_json, NULL AS totals, NULL AS currency FROM report_rows
+    UNION ALL
+    ${totalsSql(plan, computed)}`;
 }
 
 /**
  * A report: the rows of an export's plan, run as an export runs them (rows.ts), answered as
- * JSON text. Metric columns are numbers; the statement's other columns (the sums every ratio is
- * made of) are read for the totals. The rows are read through a cursor, each as the JSON text
+ * JSON text. Metric columns are numbers. The rows are read through a cursor, each as the JSON text
  * PostgreSQL makes of it, and joined as bytes a batch at a time: rows as objects cost ten times
  * their text in memory, and a third of the report's time to make again. Attributed rows of whole days
  * are read from the kept daily totals (daily-totals.ts): a dashboard asks the same days again
@@ -179,18 +179,19 @@ export async function runReport(
   const plan = { ...planned.plan, granularity };
   const keptTotals = keptTotalsOf(tenant, plan);
   const { sql, params, columns, computed } = planRowsSql(tenant, { ...plan, fromKeptTotals: keptTotals !== undefined }, [...SUMMED]);
-  const fresh = () => ({ totals: totalsOf(plan), batches: [Buffer.from('{"rows":[')] as Buffer[] });
-  let { totals, batches } = fresh();
-  const rowsSql = reportRowsSql(sql, columns, computed, new Set(plan.metrics.map(({ id }) => id)));
-  await reports.eachBatch({ sql: rowsSql, params, keptTotals }, () => {
-    ({ totals, batches } = fresh());
+  const fresh = () => ({ ending: { totals: totalsOfNoRows(plan), currency: null as string | null }, batches: [Buffer.from('{"rows":[')] as Buffer[] });
+  let { ending, batches } = fresh();
+  await reports.eachBatch({ sql: reportSql(plan, sql, columns, computed), params, keptTotals }, () => {
+    ({ ending, batches } = fresh());
     return async (rows) => {
-      if (rows.length === 0) return;
-      for (const row of rows) totals.add(row);
-      batches.push(joinedBytes(rows.map((row) => row.row_json as string), ',', batches.length > 1));
+      const texts: string[] = [];
+      for (const row of rows) {
+        if (row.row_json === null) ending = { totals: row.totals as string, currency: row.currency as string | null };
+        else texts.push(row.row_json as string);
+      }
+      if (texts.length > 0) batches.push(joinedBytes(texts, ',', batches.length > 1));
     };
   });
-  const { totals: summed, currency } = totals.result();
-  batches.push(Buffer.from(`],"totals":${JSON.stringify(summed)},"currency":${JSON.stringify(currency)}}`));
+  batches.push(Buffer.from(`],"totals":${ending.totals},"currency":${JSON.stringify(ending.currency)}}`));
   return { json: Buffer.concat(batches) };
 }
