@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { after, test } from 'node:test';
-import { keepMissingDays } from '../src/exports/daily-totals.js';
+import { keepMissingDays, keepMissingPaths } from '../src/exports/daily-totals.js';
 import { refreshKeptTotals, startKeptTotalsKeeper } from '../src/exports/keeper.js';
 import { ADMIN_TOKEN, hourlySpend, minimalOrder, startService, type TestClient } from './helpers.js';
 
@@ -222,15 +222,23 @@ test('the keeper computes again in the background the days a write made stale: t
   assert.deepEqual(await keptDays(kept, 'linear/7/cash'), refreshed, 'the reports read the days the keeper computed');
 });
 
-test('computing the kept days a report lacks sets the planner back for the statement that reads them: sorting allowed', async () => {
-  const client = await service.createClient('sort setting');
+test('computing the kept days a report lacks sets the planner back for the statement that reads them: sorting and whole-table reads allowed', async () => {
+  const client = await service.createClient('planner settings');
   const tenant = { clientId: client.client_id, environment: 'production' as const, dryRun: false };
   const combinations = [{ model: 'linear', modelAsked: 'linear', window: 7, accountingMode: 'cash' }] as const;
-  const [setting] = await service.db.transaction(async (tx) => {
-    await keepMissingDays(tx, { tenant, timeZone: 'UTC', combinations, period: { kind: 'days', from: '2024-03-01', to: '2024-03-03' } });
-    return tx.query<{ enable_sort: string }>("SELECT current_setting('enable_sort') AS enable_sort");
-  });
-  assert.equal(setting!.enable_sort, 'on');
+  const settings = async (pathsKept: boolean) => {
+    const [setting] = await service.db.transaction(async (tx) => {
+      const asked = { tenant, timeZone: 'UTC', period: { kind: 'days', from: '2024-03-01', to: '2024-03-03' } } as const;
+      // From the kept paths where they are kept, from the touchpoints elsewhere.
+      if (pathsKept) await keepMissingPaths(tx, asked);
+      await keepMissingDays(tx, { ...asked, combinations });
+      return tx.query("SELECT current_setting('enable_sort') AS enable_sort, current_setting('enable_seqscan') AS enable_seqscan");
+    });
+    return setting;
+  };
+  assert.deepEqual(await settings(false), { enable_sort: 'on', enable_seqscan: 'on' });
+  await wipeKeptTotals(client);
+  assert.deepEqual(await settings(true), { enable_sort: 'on', enable_seqscan: 'on' });
 });
 
 // Times over six days of the period, so that most touchpoints are in the paths of most orders.

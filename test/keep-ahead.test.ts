@@ -145,6 +145,34 @@ test('other windows and models of cash days are credited from the paths kept wit
   assert.ok(Math.abs(revenue(doubled) - 2 * revenue(original)) < 1e-5, `${revenue(doubled)} is twice ${revenue(original)}`);
 });
 
+test("kept paths hold how many days before its purchase each touchpoint came: a window's inclusive end is read from them", async () => {
+  const client = await clientWithData('reach');
+  const exactlyAWeekBefore = new Date(Date.parse(noonBefore(9)));
+  const justOverAWeekBefore = new Date(exactlyAWeekBefore.getTime() - 1000);
+  await call(client, 'POST', '/v1/touchpoints', {
+    data: [
+      { touchpoint_id: 'edge', occurred_at: exactlyAWeekBefore.toISOString(), customer_id: 'c9', platform_name: 'meta', campaign_id: 'edge', ad_id: 'edge-ad' },
+      { touchpoint_id: 'beyond', occurred_at: justOverAWeekBefore.toISOString(), customer_id: 'c9', platform_name: 'meta', campaign_id: 'beyond', ad_id: 'beyond-ad' },
+    ],
+  });
+  const order = minimalOrder('o9', { customer_id: 'c9', time_of_purchase: noonBefore(2), currency: 'USD', purchase_total: 70, products: [{ id: 'p', name: 'P', quantity: 1, price: 70 }] });
+  await call(client, 'POST', '/v2/orders', [order]);
+  await keepAhead(service.db, tenantOf(client), ZONE, { days: DAYS, now });
+  const reach = await service.db.query<{ touchpoint_id: string; reach_days: number }>(
+    "SELECT touchpoint_id, reach_days FROM attribution_paths WHERE client_id = $1 AND order_id = 'o9' ORDER BY reach_days",
+    [client.client_id],
+  );
+  assert.deepEqual(reach.map((row) => [row.touchpoint_id, row.reach_days]), [['', 0], ['edge', 7], ['beyond', 8]]);
+
+  const revenueOf = (answer: { rows: Record<string, unknown>[] }, campaign: string) =>
+    answer.rows.filter((row) => row.campaign_id === campaign).reduce((sum, row) => sum + Number(row.rev), 0);
+  const fromPaths = await report(client, 'linear', '7');
+  assert.equal(revenueOf(fromPaths, 'edge'), 70, 'a touchpoint exactly 7 days before is within 7 days');
+  assert.equal(revenueOf(fromPaths, 'beyond'), 0);
+  await wipeKeptTotals(client);
+  assert.deepEqual(await report(client, 'linear', '7'), fromPaths, 'as from the touchpoints');
+});
+
 test("a day's kept paths are those of the orders of its local day: one late in the evening, the next day in UTC, is the day's", async () => {
   const client = await clientWithData('evening order');
   const day = addDays(today, -10);

@@ -33,7 +33,7 @@ test('every migration splits into whole statements', () => {
     assert.equal(statements.join(';').replace(/\s+/g, ''), script.replace(/;\s*(--[^\n]*\s*)*$/, '').replace(/\s+/g, ''), file);
     for (const statement of statements) {
       const code = statement.replace(/--[^\n]*/g, '').trim();
-      assert.match(code, /^(CREATE|ALTER|DROP|INSERT|UPDATE|DELETE) /, `${file}: ${code.slice(0, 60)}`);
+      assert.match(code, /^(CREATE|ALTER|DROP|INSERT|UPDATE|DELETE|TRUNCATE) /, `${file}: ${code.slice(0, 60)}`);
     }
   }
 });

@@ -79,7 +79,7 @@ export function pathsSql({ clientId, environment, orders, windows }: PathsSpec):
       CROSS JOIN unnest(ARRAY[${windows.map((window) => windowDaysSql(window) ?? 'NULL').join(', ')}]::int[]) AS w (window_days)`;
   if ('keptFrom' in orders) {
     if (!lookback || Math.max(...(windows as number[])) > LONGEST_KEPT_WINDOW) throw new Error(`Kept paths hold no window beyond ${LONGEST_KEPT_WINDOW} days`);
-    return keptPaths(tenantOf, orders, notBefore, eachWindow);
+    return keptPaths(tenantOf, orders, Math.max(...(windows as number[])), notBefore, eachWindow);
   }
   const within = (touchpoint: string) => [...notBefore(`${touchpoint}.occurred_at`, 'p.time_of_purchase'), `${touchpoint}.occurred_at <= p.time_of_purchase`].join(' AND ');
   const selected = 'orderId' in orders ? `o.order_id = ${orders.orderId}` : `o.time_of_purchase >= ${orders.purchasedFrom} AND o.time_of_purchase < ${orders.purchasedBefore}`;
@@ -101,12 +101,25 @@ export function pathsSql({ clientId, environment, orders, windows }: PathsSpec):
 type TenantOf = (alias: string) => string;
 
 /**
- * The relations of pathsSql from the kept paths of the local days [keptFrom, keptBefore): an
- * order's row (touchpoint_id '', its touchpoint columns null) stands for the path that has no
- * touchpoint within the windows; beside touchpoints it is in no path, so creditsSql passes it
- * over. The customer is not kept: `paths` has it null.
+ * How many days before its purchase a touchpoint came, rounded up: a touchpoint is within a window
+ * of n days when it is at most n. Kept paths hold it (`reach_days`, migration 0023; 0 on an
+ * order's own row), in their key, so that those within a window are read alone.
  */
-function keptPaths(tenantOf: TenantOf, { keptFrom, keptBefore }: { keptFrom: string; keptBefore: string }, notBefore: NotBefore, eachWindow: (row: string) => string): string {
+const reachDays = (touchpointAt: string, purchasedAt: string) => `ceil(extract(epoch FROM ${purchasedAt} - ${touchpointAt}) / ${DAY_MS / 1000})::int`;
+
+/**
+ * The relations of pathsSql from the kept paths of the local days [keptFrom, keptBefore), of the
+ * touchpoints within `windowDays`: an order's row (touchpoint_id '', its touchpoint columns null)
+ * stands for the path that has no touchpoint within the windows; beside touchpoints it is in no
+ * path, so creditsSql passes it over. The customer is not kept: `paths` has it null.
+ */
+function keptPaths(
+  tenantOf: TenantOf,
+  { keptFrom, keptBefore }: { keptFrom: string; keptBefore: string },
+  windowDays: number,
+  notBefore: NotBefore,
+  eachWindow: (row: string) => string,
+): string {
   const ofDays = `${tenantOf('k')} AND k.day >= ${keptFrom} AND k.day < ${keptBefore}`;
   const orderColumns = 'k.order_id, NULL::text AS customer_id, k.time_of_purchase, k.purchase_total, k.currency, k.first_order';
   // `purchases` reads the table again rather than `purchase_touchpoints`, which, named twice, would be
@@ -115,9 +128,9 @@ function keptPaths(tenantOf: TenantOf, { keptFrom, keptBefore }: { keptFrom: str
     purchase_touchpoints AS (
       SELECT ${orderColumns}, nullif(k.touchpoint_id, '') AS touchpoint_id, ${TOUCHPOINT_COLUMNS.slice(1).map((column) => `k.${column}`).join(', ')}
         FROM attribution_paths k
-       WHERE ${ofDays} AND (k.touchpoint_id = '' OR ${notBefore('k.occurred_at', 'k.time_of_purchase').join(' AND ')})
+       WHERE ${ofDays} AND k.reach_days <= ${windowDays} AND (k.touchpoint_id = '' OR ${notBefore('k.occurred_at', 'k.time_of_purchase').join(' AND ')})
     ),
-    purchases AS (SELECT ${orderColumns} FROM attribution_paths k WHERE ${ofDays} AND k.touchpoint_id = ''),
+    purchases AS (SELECT ${orderColumns} FROM attribution_paths k WHERE ${ofDays} AND k.reach_days = 0 AND k.touchpoint_id = ''),
     paths AS (${eachWindow('p')}),
     candidates AS (${eachWindow('c')})`;
 }
@@ -126,15 +139,17 @@ export const KEPT_PATH_COLUMNS = ['order_id', 'time_of_purchase', 'purchase_tota
 
 /**
  * The rows of kept paths of the orders of `purchases`, after `WITH ${pathsSql(…)}` of a period at
- * LONGEST_KEPT_WINDOW: `day` (`dayOf` their purchase) and KEPT_PATH_COLUMNS, the order's row (its
- * touchpoint_id '', the touchpoint's columns null) and one per touchpoint. keptPaths reads them.
+ * LONGEST_KEPT_WINDOW: `day` (`dayOf` their purchase), `reach_days` and KEPT_PATH_COLUMNS, the
+ * order's row (its touchpoint_id '', the touchpoint's columns null) and one per touchpoint.
+ * keptPaths reads them.
  */
 export function pathsToKeepSql(dayOf: (instant: string) => string): string {
   const orderColumns = KEPT_PATH_COLUMNS.filter((column) => !TOUCHPOINT_COLUMNS.includes(column)).join(', ');
   return `
-    SELECT ${dayOf('time_of_purchase')} AS day, ${KEPT_PATH_COLUMNS.join(', ')} FROM purchase_touchpoints WHERE touchpoint_id IS NOT NULL
+    SELECT ${dayOf('time_of_purchase')} AS day, ${reachDays('occurred_at', 'time_of_purchase')} AS reach_days, ${KEPT_PATH_COLUMNS.join(', ')}
+      FROM purchase_touchpoints WHERE touchpoint_id IS NOT NULL
     UNION ALL
-    SELECT ${dayOf('time_of_purchase')}, ${orderColumns}, '', ${TOUCHPOINT_COLUMNS.slice(1).map(() => 'NULL').join(', ')} FROM purchases`;
+    SELECT ${dayOf('time_of_purchase')}, 0, ${orderColumns}, '', ${TOUCHPOINT_COLUMNS.slice(1).map(() => 'NULL').join(', ')} FROM purchases`;
 }
 
 /** The conditions that `column` is at most the largest window before `instant`: none for UNLIMITED. */

@@ -22,7 +22,7 @@ const CLIENT_TABLES = {
   ad_accounts: ['environment', 'platform_name', 'platform_account_id'],
   attribution_credit_days: ['environment', 'totals', 'day', 'n'],
   attribution_visit_days: ['environment', 'day', 'n'],
-  attribution_paths: ['environment', 'day', 'n'],
+  attribution_paths: ['environment', 'day', 'reach_days', 'n'],
   attribution_days: ['environment', 'totals', 'day'],
   attribution_totals_kept: ['environment'],
   attribution_changes: ['environment', 'slot'],
