@@ -87,7 +87,8 @@ test('deleting a client removes every row of it in both environments and its exp
 
   const response = await service.production.inject({ method: 'DELETE', url: `/admin/v1/clients/${gone.client.client_id}`, headers: admin });
   assert.equal(response.statusCode, 200, response.body);
-  // UAT's writes since the report noted a change in the slot of each connection they used.
+  // UAT's writes since the report noted a change in the slot of each connection they used, and
+  // the key of its visitor v (its late touchpoint and its link, one row).
   const answer = response.json() as { client_id: string; deleted: Record<string, number> };
   const { attribution_changes: changes, ...deleted } = answer.deleted;
   assert.ok(changes !== undefined && changes >= 1 && changes <= 8, `attribution_changes: ${changes}`);
@@ -98,7 +99,7 @@ test('deleting a client removes every row of it in both environments and its exp
       deleted: {
         api_keys: 1, exports: 1, order_aliases: 2, orders: 4, identities: 2, touchpoints: 2, spend_hourly: 4, spend_daily: 2, ad_accounts: 2,
         // The report's day: credits of the path's touchpoint and of the unattributed order; visits.
-        attribution_credit_days: 2, attribution_visit_days: 1, attribution_days: 3, attribution_totals_kept: 1, attribution_paths: pathRows,
+        attribution_credit_days: 2, attribution_visit_days: 1, attribution_days: 3, attribution_totals_kept: 1, attribution_paths: pathRows, attribution_change_keys: 1,
         clients: 1,
       },
     },

@@ -199,14 +199,22 @@ test('a write after the period keeps every day of it; the unlimited window and h
 
 test('the keeper computes again in the background the days a write made stale: the next report only reads them', async () => {
   const changesNoted = async () =>
-    (await service.db.query<{ n: number }>('SELECT count(*)::int AS n FROM attribution_changes WHERE client_id = $1', [kept.client_id]))[0]!.n;
+    (
+      await service.db.query<{ n: number }>(
+        `SELECT ((SELECT count(*) FROM attribution_changes WHERE client_id = $1) + (SELECT count(*) FROM attribution_change_keys WHERE client_id = $1))::int AS n`,
+        [kept.client_id],
+      )
+    )[0]!.n;
   const before = await keptDays(kept, 'linear/7/cash');
+  const visitsBefore = await keptDays(kept, 'visits');
   assert.equal(before.size, 10);
   const keeper = startKeptTotalsKeeper({ db: service.db, intervalMs: 20, keepersDays: 10, clock: () => new Date('2024-03-11T12:00:00Z') });
   try {
-    // Noon of 5 March in Tokyo, the client's zone since the first test.
+    // Noon of 5 March in Tokyo, the client's zone since the first test. The first order of c1
+    // after it is o5, on the evening of the 6th (o1 went to c2): the cash days from then on may
+    // change, and the visits of the 5th.
     await write('POST', '/v1/touchpoints', { data: [touch('keeper-late', '2024-03-05T03:00:00Z', { customer: 'c1' }, meta('spring'))] });
-    for (let waited = 0; (await changesNoted()) > 0 || (await keptDays(kept, 'linear/7/cash')).size < 10; waited += 20) {
+    for (let waited = 0; (await changesNoted()) > 0 || (await keptDays(kept, 'linear/7/cash')).size < 10 || (await keptDays(kept, 'visits')).size < 10; waited += 20) {
       assert.ok(waited < 20_000, 'the keeper brought the kept days up to date');
       await new Promise((resolve) => setTimeout(resolve, 20));
     }
@@ -215,8 +223,12 @@ test('the keeper computes again in the background the days a write made stale: t
   }
   const refreshed = await keptDays(kept, 'linear/7/cash');
   for (const [day, writer] of refreshed) {
-    if (day < '2024-03-05') assert.equal(writer, before.get(day), `${day} kept`);
+    if (day < '2024-03-06') assert.equal(writer, before.get(day), `${day} kept`);
     else assert.notEqual(writer, before.get(day), `${day} computed again by the keeper`);
+  }
+  for (const [day, writer] of await keptDays(kept, 'visits')) {
+    if (day === '2024-03-05') assert.notEqual(writer, visitsBefore.get(day), `visits of ${day} computed again by the keeper`);
+    else assert.equal(writer, visitsBefore.get(day), `visits of ${day} kept`);
   }
   await assertKeptEqualsFresh('after the keeper');
   assert.deepEqual(await keptDays(kept, 'linear/7/cash'), refreshed, 'the reports read the days the keeper computed');

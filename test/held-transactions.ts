@@ -58,3 +58,10 @@ export async function waitingForALock(db: Database, pid: number): Promise<void> 
     await new Promise((resolve) => setTimeout(resolve, 10));
   }
 }
+
+/** Resolves once the backend `pid` waits for a lock. */
+export async function waitsForALock(db: Database, pid: number): Promise<void> {
+  while ((await db.query("SELECT FROM pg_stat_activity WHERE pid = $1 AND wait_event_type = 'Lock'", [pid])).length === 0) {
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}

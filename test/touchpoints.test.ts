@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, describe, test } from 'node:test';
 import type { LightMyRequestResponse } from 'fastify';
+import { LATE_TOUCHPOINTS_KEYED } from '../src/attribution/changes.js';
+import { resolveChangedKeys } from '../src/exports/daily-totals.js';
 import { ADMIN_TOKEN, assertErrorEnvelope, minimalOrder, postOrders, startService, UUID, type TestApp, type TestClient } from './helpers.js';
 
 const service = await startService();
@@ -46,11 +48,17 @@ async function listed(client: Headers, query: Record<string, string | number>, f
 }
 
 /** The attribution change the client's writes noted since the last call (src/attribution/changes.ts), cleared. */
-async function notedChange(client: { client_id: string }): Promise<string | undefined> {
-  const rows = await service.db.query<{ earliest: string }>('SELECT min(earliest)::text AS earliest FROM attribution_changes WHERE client_id = $1 HAVING count(*) > 0', [client.client_id]);
+/**
+ * What the writes since the last call noted (src/attribution/changes.ts), cleared: the instant
+ * from which every kept day may have changed, and from their keys, as a report resolves them (in
+ * UTC), the instant from which credits may have changed and the days whose visits may have.
+ */
+async function notedChange(client: { client_id: string }): Promise<{ from?: string; credits?: string; visits: string[] }> {
+  const [row] = await service.db.query<{ earliest: string | null }>('SELECT min(earliest)::text AS earliest FROM attribution_changes WHERE client_id = $1', [client.client_id]);
   await service.db.query('DELETE FROM attribution_changes WHERE client_id = $1', [client.client_id]);
-  if (!rows[0]) return undefined;
-  return rows[0].earliest === '-infinity' ? rows[0].earliest : new Date(rows[0].earliest).toISOString();
+  const keys = await service.db.transaction((tx) => resolveChangedKeys(tx, { clientId: client.client_id, environment: 'production', dryRun: false }, 'UTC'));
+  const instant = (text: string | null) => (text === null ? undefined : text === '-infinity' ? text : new Date(text).toISOString());
+  return { from: instant(row!.earliest), credits: instant(keys.creditsFrom), visits: keys.visitDays.sort() };
 }
 
 const stored = async (table: 'touchpoints' | 'identities', clientId: string) =>
@@ -168,21 +176,38 @@ describe('POST /v1/touchpoints', () => {
     assert.equal(await stored('touchpoints', client.client_id), 0);
   });
 
-  test('a write notes the earliest of its touchpoints and of the times they replaced: a batch sent again notes its own', async () => {
+  test('a write notes the earliest of its touchpoints and of the times they replaced, a batch sent again its own; new late ones their keys, a backfill its earliest', async () => {
     const client = await service.createClient();
     const write = async (touchpoints: object[]) => {
       expectCreated(await postTouchpoints(client, touchpoints));
       return notedChange(client);
     };
     const [a, b] = [visit('a'), visit('b', { occurred_at: '2024-03-10T09:00:00Z' })];
-    assert.equal(await write([a, b]), '2024-03-08T09:00:00.000Z');
-    assert.equal(await write([b, a]), '2024-03-08T09:00:00.000Z', 'sent again: its own days, not every instant');
-    assert.equal(await write([{ ...b, occurred_at: '2024-03-05T09:00:00Z' }]), '2024-03-05T09:00:00.000Z', 'moved earlier: its new time');
-    assert.equal(await write([{ ...a, occurred_at: '2024-03-20T09:00:00Z' }]), '2024-03-08T09:00:00.000Z', 'moved later: the time it leaves');
-    assert.equal(
+    const nothing = { from: undefined, credits: undefined, visits: [] };
+    assert.deepEqual(await write([a, b]), { ...nothing, visits: ['2024-03-08', '2024-03-09', '2024-03-10'] }, 'new and late, of a visitor linked to nobody: their visits only');
+    assert.deepEqual(await write([b, a]), { ...nothing, from: '2024-03-08T09:00:00.000Z' }, 'sent again: its own days, not every instant');
+    assert.deepEqual(await write([{ ...b, occurred_at: '2024-03-05T09:00:00Z' }]), { ...nothing, from: '2024-03-05T09:00:00.000Z' }, 'moved earlier: its new time');
+    assert.deepEqual(await write([{ ...a, occurred_at: '2024-03-20T09:00:00Z' }]), { ...nothing, from: '2024-03-08T09:00:00.000Z' }, 'moved later: the time it leaves');
+    assert.deepEqual(
       await write([visit('c', { occurred_at: '2024-03-15T09:00:00Z' }), { ...b, occurred_at: '2024-03-12T09:00:00Z' }]),
-      '2024-03-05T09:00:00.000Z',
-      'a new touchpoint and a moved one',
+      { from: '2024-03-05T09:00:00.000Z', credits: undefined, visits: ['2024-03-15'] },
+      'a new touchpoint, not its visitor\'s first visit, and a moved one',
+    );
+    assert.deepEqual(
+      await write([visit('d', { occurred_at: '2024-03-01T09:00:00Z' })]),
+      { ...nothing, visits: ['2024-03-01', '2024-03-12'] },
+      "its visitor's first visit: the day of the one that was first before it too",
+    );
+    const backfill = Array.from({ length: LATE_TOUCHPOINTS_KEYED + 1 }, (_, n) => visit(`e${n}`, { occurred_at: `2024-02-${String(n % 28 + 1).padStart(2, '0')}T09:00:00Z` }));
+    assert.deepEqual(await write(backfill), { ...nothing, from: '2024-02-01T09:00:00.000Z' }, 'more late ones than are noted by key: their earliest time');
+    const customer = await write([visit('f', { customer_id: 'carol', visitor_id: undefined, occurred_at: '2024-03-02T09:00:00Z' })]);
+    assert.deepEqual(customer, { ...nothing, visits: ['2024-03-02'] }, 'of a customer with no order');
+    await postOrders(service.production, client, [minimalOrder('carol-1', { customer_id: 'carol', time_of_purchase: '2024-03-04T12:00:00Z' })]);
+    await notedChange(client);
+    assert.deepEqual(
+      await write([visit('g', { customer_id: 'carol', visitor_id: undefined, occurred_at: '2024-03-03T09:00:00Z' })]),
+      { ...nothing, credits: '2024-03-04T12:00:00.000Z', visits: ['2024-03-03'] },
+      "of a customer: the credits from the customer's next order",
     );
   });
 
@@ -296,7 +321,7 @@ describe('POST /v1/identities', () => {
     assert.equal(await stored('identities', client.client_id), 1);
   });
 
-  test("a link notes the first order of its customer from the visitor's first touchpoint; a changed one that touchpoint; one sent again nothing", async () => {
+  test("a link changes the credits from the first order of its customer from the visitor's first touchpoint; a changed one from that touchpoint; one sent again nothing", async () => {
     const client = await service.createClient();
     expectCreated(
       await postTouchpoints(client, [
@@ -306,8 +331,8 @@ describe('POST /v1/identities', () => {
         visit('early', { visitor_id: 'visitor-3', occurred_at: '2024-03-01T09:00:00Z' }),
       ]),
     );
-    const noted = () => notedChange(client);
-    assert.equal(await noted(), '2024-03-01T09:00:00.000Z', 'the touchpoints');
+    const noted = async () => (await notedChange(client)).credits;
+    assert.equal(await noted(), undefined, 'the touchpoints: visitors linked to nobody');
     const link = async (links: object[]) => expectCreated(await postIdentities(client, links));
 
     assert.equal((await link([{ visitor_id: 'visitor-1', customer_id: 'alice' }, { visitor_id: 'nobody-yet', customer_id: 'alice' }])).linked, 2);

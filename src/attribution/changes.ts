@@ -1,28 +1,39 @@
 /*
  * What writes to touchpoints, identities and orders tell the kept daily totals of attribution
- * (src/exports/daily-totals.ts, migration 0015): the earliest instant whose credits or visits
- * they may have changed. Each write lowers its client's attribution_changes.earliest in its own
- * transaction, once and last: every transaction that writes locks its data rows first and this
- * row last, so that writes of one client cannot deadlock on it (a transaction of two writes
- * that each noted would lock it between them: the collector's touchpoints and links are noted
- * together, after both). The totals read and clear it.
+ * (src/exports/daily-totals.ts, migration 0015): which kept days they may have changed. A write
+ * notes the earliest instant whose credits or visits it may have changed (attribution_changes),
+ * or, for late touchpoints and identity links, whose they are (attribution_change_keys, migration
+ * 0024), which the report that marks kept days stale resolves (markChangedDaysStale). Each write
+ * notes in its own transaction, last, its keys in key order, then its instant: every transaction
+ * that writes locks its data rows first, then these rows in that order, so that writes of one
+ * client cannot deadlock on them (a transaction of two writes that each noted would lock them
+ * between them: the collector's touchpoints and links are noted together, after both). The
+ * report reads and clears them.
  *
- * Cash credits and visits change from that instant on; accrual credits from a window before it.
- * What a write gives as its earliest instant:
+ * Cash credits and visits change from an instant on; accrual credits from a window before it.
+ * What a write notes:
  *
- * - a touchpoint inserted: its occurred_at (orders after it may have it in their path; it may be
- *   its visitor's first visit); replaced: the earlier of its occurred_at before (the replaced
- *   row's, as the upsert replaced it: migration 0019) and after;
- * - an identity link made to a customer: the first order of that customer placed from the
- *   visitor's first touchpoint on (those orders' paths take in the visitor's touchpoints), none
- *   if it has none; made through an order, or changed: the first touchpoint of the visitor (the
- *   order's customer may be written concurrently, unseen by either write; a changed link's old
- *   customer is not read back); sent again as it is: nothing;
+ * - touchpoints inserted more than a day late, up to LATE_TOUCHPOINTS_KEYED of them in a write:
+ *   their visitor_id and customer_id, and their times. A visit changes the visits of its day,
+ *   and new visits (a visitor's first) of its day and of its visitor's first visit before it; it
+ *   changes the paths of its customer's orders from its time on, within the longest kept window.
+ *   Its customer is its own customer_id, else its visitor's link, which only a reader after the
+ *   link's write can tell: a report resolves the key, and a link writes the same key (below), so
+ *   that of two concurrent writes of a visitor's touchpoint and link, the later waits for the
+ *   earlier, and a report reads both notes or the earlier alone;
+ * - other touchpoints (live ones, a backfill's, a replacement): the earliest of their times, and
+ *   of the times of those they replaced, as the upsert replaced them (migration 0019);
+ * - an identity link made or changed: its visitor's key, `linked`. A new link to a customer
+ *   changes the orders of that customer placed from the visitor's first touchpoint on; a link
+ *   through an order, or changed, the paths of whichever customer from the visitor's first
+ *   touchpoint on (the order's customer may be written concurrently, unseen by either write; a
+ *   changed link's old customer is not read back). Both read when the key is resolved, so they
+ *   see every touchpoint committed before. A link sent again as it is: nothing;
  * - an order written: the earliest of its time of purchase before (read under the row's lock,
- *   not from the statement's snapshot, which a concurrent write may have overtaken) and after,
- *   and of the first touchpoint of the visitors linked through it (their touchpoints become its
- *   customer's, in the paths of the customer's other orders);
- * - an erasure: -infinity.
+ *   not from the statement's snapshot, which a concurrent write may have overtaken) and after;
+ *   and the keys of the visitors linked through it, as changed links (their touchpoints become
+ *   its customer's, in the paths of the customer's other orders);
+ * - an erasure: -infinity, and its client's keys are dropped.
  */
 
 /**
@@ -44,3 +55,26 @@ const CHANGE_SLOTS = 8;
 
 /** Every instant may have changed. */
 export const EVERY_INSTANT = `SELECT '-infinity'::timestamptz`;
+
+/** Touchpoints inserted more than a day late that a write notes by key, at most; more (a backfill) are noted by their earliest time. */
+export const LATE_TOUCHPOINTS_KEYED = 100;
+
+/** How late a touchpoint inserted is noted by key rather than by its time: live traffic notes only today's days, which are not kept. */
+export const LATE_AFTER = "interval '1 day'";
+
+/** How a key noted came to be: what it may have changed (migration 0024, attribution_change_keys.linked). */
+export const LINKED = { none: 0, newToCustomer: 1, changed: 2 } as const;
+
+/**
+ * SQL noting the keys of the relation `keys` (columns visitor_id and customer_id, text, '' for
+ * none; earliest and latest, timestamptz; linked, int) for the client `$1`, environment `$2`:
+ * one row each, merged with what earlier writes noted there, in key order.
+ */
+export const noteChangedKeysSql = (keys: string) => `
+  INSERT INTO attribution_change_keys AS k (client_id, environment, visitor_id, customer_id, earliest, latest, linked)
+  SELECT $1, $2, n.visitor_id, n.customer_id, min(n.earliest), max(n.latest), max(n.linked) FROM (${keys}) AS n
+   GROUP BY n.visitor_id, n.customer_id
+   ORDER BY n.visitor_id COLLATE "C", n.customer_id COLLATE "C"
+  ON CONFLICT (client_id, environment, visitor_id, customer_id) DO UPDATE SET
+    earliest = least(k.earliest, excluded.earliest), latest = greatest(k.latest, excluded.latest), linked = greatest(k.linked, excluded.linked)
+  RETURNING 1`;

@@ -26,6 +26,7 @@ const CLIENT_TABLES = {
   attribution_days: ['environment', 'totals', 'day'],
   attribution_totals_kept: ['environment'],
   attribution_changes: ['environment', 'slot'],
+  attribution_change_keys: ['environment', 'visitor_id', 'customer_id'],
   api_keys: ['key_id'],
 } as const;
 

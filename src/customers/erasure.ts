@@ -130,7 +130,9 @@ export function createCustomerErasure(db: Database) {
             RETURNING o.order_id`,
           [...params, PERSONAL_ORDER_FIELDS],
         );
-        // Attribution is meant to come out the same, but erasures are rare: every kept total is dropped rather than reasoned about.
+        // Attribution is meant to come out the same, but erasures are rare: every kept total is
+        // made stale rather than reasoned about. The keys noted (visitor ids among them) go.
+        await tx.query('DELETE FROM attribution_change_keys WHERE client_id = $1 AND environment = $2', tenantParams);
         await tx.query(noteAttributionChangeSql(EVERY_INSTANT), tenantParams);
         return { customers: customers.length, orders: orders.length, touchpoints: touchpointIds.size, identities: links.length };
       });

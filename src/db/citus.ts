@@ -19,6 +19,7 @@ export const TABLE_PLACEMENT = {
   touchpoints: 'distributed',
   identities: 'distributed',
   attribution_changes: 'distributed',
+  attribution_change_keys: 'distributed',
   attribution_totals_kept: 'distributed',
   attribution_days: 'distributed',
   attribution_credit_days: 'distributed',

@@ -1,3 +1,4 @@
+import { LINKED } from '../attribution/changes.js';
 import { DAY_MS, UNLIMITED, windowDaysSql } from '../attribution/models.js';
 import { KEPT_PATH_COLUMNS, LONGEST_KEPT_WINDOW, pathsSql, pathsToKeepSql } from '../attribution/paths.js';
 import type { Tenant } from '../auth/tenant.js';
@@ -65,11 +66,11 @@ async function lockKeptTotals(tx: Queryable, { clientId, environment }: Tenant, 
 
 /**
  * Marks stale the kept days that writes since the last report may have changed (migration 0021),
- * and clears the change instant. A transaction of its own, kept short: writes of the client wait
- * for its lock on the change row. Changes committed after it stay noted for the next report. Each
- * day goes by the bound of its own totals (its lookback). A stale day is missing to reports; the
- * keeper computes the stale cash days among its days again (refreshKeptTotals), whoever took the
- * change. Their rows are replaced when the day is computed again.
+ * and clears what they noted. A transaction of its own, kept short: writes of the client wait for
+ * its locks on the notes. Changes committed after it stay noted for the next report. Each day goes
+ * by the bound of its own totals (its lookback). A stale day is missing to reports; the keeper
+ * computes the stale cash days among its days again (refreshKeptTotals), whoever took the change.
+ * Their rows are replaced when the day is computed again.
  */
 export function markChangedDaysStale(db: Database, { tenant, timeZone }: Pick<KeptTotalsAsked, 'tenant' | 'timeZone'>): Promise<void> {
   return db.transaction(async (tx) => {
@@ -79,15 +80,19 @@ export function markChangedDaysStale(db: Database, { tenant, timeZone }: Pick<Ke
       'SELECT slot, earliest::text AS earliest FROM attribution_changes WHERE client_id = $1 AND environment = $2 FOR UPDATE',
       tenantParams,
     );
-    if (slots.length === 0) return;
-    const [change] = await tx.query<{ earliest: string }>('SELECT min(e)::text AS earliest FROM unnest($1::timestamptz[]) AS e', [slots.map((slot) => slot.earliest)]);
+    const [change] = await tx.query<{ earliest: string | null }>('SELECT min(e)::text AS earliest FROM unnest($1::timestamptz[]) AS e', [slots.map((slot) => slot.earliest)]);
+    const keyed = await resolveChangedKeys(tx, tenant, keptZone);
+    if (change!.earliest === null && keyed.creditsFrom === null && keyed.visitDays.length === 0) return;
     // Accrual days kept with the orders before a day (migration 0022) are left to a change of orders from that day on.
+    const changedFrom = (instant: string) => `day >= ((${instant}::timestamptz - lookback_days * interval '${DAY_MS} milliseconds') AT TIME ZONE $4)::date
+          AND (orders_before IS NULL OR ${instant}::timestamptz < ${localDayStart('orders_before', '$4')})`;
     await tx.query(
       `UPDATE attribution_days SET stale = true
         WHERE client_id = $1 AND environment = $2 AND NOT stale
-          AND day >= (($3::timestamptz - lookback_days * interval '${DAY_MS} milliseconds') AT TIME ZONE $4)::date
-          AND (orders_before IS NULL OR $3::timestamptz < ${localDayStart('orders_before', '$4')})`,
-      [...tenantParams, change!.earliest, keptZone],
+          AND ((${changedFrom('$3')})
+               OR (totals <> '${KEPT_VISITS}' AND ${changedFrom('$5')})
+               OR (totals = '${KEPT_VISITS}' AND day = ANY ($6::date[])))`,
+      [...tenantParams, change!.earliest, keptZone, keyed.creditsFrom, keyed.visitDays],
     );
     // The slots read only: a write's note in a slot that had none is not locked by the read, and
     // may have been committed since, its days not marked.
@@ -96,6 +101,62 @@ export function markChangedDaysStale(db: Database, { tenant, timeZone }: Pick<Ke
       slots.map((slot) => slot.slot),
     ]);
   });
+}
+
+/**
+ * What the keys noted (src/attribution/changes.ts, migration 0024) may have changed, read now
+ * that the writes that noted them committed, and cleared: the instant from which credits may have
+ * changed (null: none), and the local days of `zone` whose visits may have. Keys a write is noting
+ * now (locked) are left to the next report.
+ *
+ * - Credits: a changed link, from its visitor's first touchpoint; a new link to a customer, from
+ *   the first order of that customer placed from then on; touchpoints, from the first order of
+ *   their customer (their own, or their visitor's link's) placed from the first of them on,
+ *   within the longest kept window after the last. No customer, or no such order: none.
+ * - Visits: the days from the first touchpoint's to the last's; and when the visitor's (or the
+ *   customer's, for touchpoints without a visitor) first visit is among them, the day of its
+ *   first visit after them, which was its first before them.
+ */
+export async function resolveChangedKeys(tx: Queryable, { clientId, environment }: Tenant, zone: string): Promise<{ creditsFrom: string | null; visitDays: string[] }> {
+  const tenantOf = (alias: string) => `${alias}.client_id = $1 AND ${alias}.environment = $2`;
+  /** The first visit of the row `r`'s visitor (or customer) after `after`, or its first at all. */
+  const firstVisit = (after?: string) => `coalesce(
+      (SELECT min(t.occurred_at) FROM touchpoints t WHERE r.visitor_id <> '' AND ${tenantOf('t')} AND t.visitor_id = r.visitor_id AND t.type = 'visit'${after ? ` AND t.occurred_at > ${after}` : ''}),
+      (SELECT min(t.occurred_at) FROM touchpoints t WHERE r.visitor_id = '' AND ${tenantOf('t')} AND t.visitor_id IS NULL AND t.customer_id = r.customer_id AND t.type = 'visit'${after ? ` AND t.occurred_at > ${after}` : ''}))`;
+  const localDay = (instant: string) => `(${instant} AT TIME ZONE $3)::date`;
+  const [row] = await tx.query<{ credits_from: string | null; visit_days: string[] }>(
+    `WITH noted AS MATERIALIZED (
+       SELECT visitor_id, customer_id, earliest, latest, linked FROM attribution_change_keys k
+        WHERE ${tenantOf('k')}
+          FOR UPDATE SKIP LOCKED
+     ),
+     cleared AS (
+       DELETE FROM attribution_change_keys k USING noted n
+        WHERE ${tenantOf('k')} AND k.visitor_id = n.visitor_id AND k.customer_id = n.customer_id
+     ),
+     resolved AS (
+       SELECT n.*,
+              CASE WHEN n.customer_id <> '' THEN n.customer_id
+                   ELSE (SELECT coalesce(i.customer_id, o.customer_id) FROM identities i
+                           LEFT JOIN orders o ON ${tenantOf('o')} AND o.order_id = i.order_id
+                          WHERE ${tenantOf('i')} AND i.visitor_id = n.visitor_id) END AS path_customer_id,
+              least(n.earliest, (SELECT min(t.occurred_at) FROM touchpoints t
+                                  WHERE n.linked > ${LINKED.none} AND ${tenantOf('t')} AND t.visitor_id = n.visitor_id)) AS from_at
+         FROM noted n
+     )
+     SELECT (SELECT min(CASE WHEN r.linked = ${LINKED.changed} THEN r.from_at
+                             ELSE (SELECT min(o.time_of_purchase) FROM orders o
+                                    WHERE ${tenantOf('o')} AND o.customer_id = r.path_customer_id AND o.time_of_purchase >= r.from_at
+                                      AND (r.linked = ${LINKED.newToCustomer} OR o.time_of_purchase <= r.latest + interval '${LONGEST_KEPT_WINDOW * DAY_MS} milliseconds')) END)
+               FROM resolved r)::text AS credits_from,
+            ARRAY(SELECT to_char(d, 'YYYY-MM-DD') FROM resolved r
+                   CROSS JOIN generate_series(${localDay('r.earliest')}::timestamp, ${localDay('r.latest')}::timestamp, interval '1 day') AS d
+                  UNION
+                  SELECT to_char(${localDay(firstVisit('r.latest'))}, 'YYYY-MM-DD') FROM resolved r
+                   WHERE r.earliest IS NOT NULL AND ${firstVisit()} >= r.earliest AND ${firstVisit('r.latest')} IS NOT NULL) AS visit_days`,
+    [clientId, environment, zone],
+  );
+  return { creditsFrom: row!.credits_from, visitDays: row!.visit_days };
 }
 
 /** Drops every kept day of a client before the local day `day`, under its lock: a report reading them waits, then computes them. */

@@ -136,7 +136,7 @@ export async function keepAhead(db: Database, tenant: Tenant, timeZone: string, 
 }
 
 /**
- * The clients with kept totals and a change noted, or days marked stale, since they were brought
+ * The clients with kept totals and a change noted (an instant or keys), or days marked stale, since they were brought
  * up to date, in their time zone. Across clients, as the next: the keeper's statements that every
  * shard answers on Citus.
  */
@@ -144,6 +144,7 @@ const STALE_KEPT_TOTALS = `
   SELECT k.client_id, k.environment, c.time_zone
     FROM attribution_totals_kept k JOIN clients c USING (client_id)
    WHERE EXISTS (SELECT FROM attribution_changes n WHERE n.client_id = k.client_id AND n.environment = k.environment)
+      OR EXISTS (SELECT FROM attribution_change_keys n WHERE n.client_id = k.client_id AND n.environment = k.environment)
       OR EXISTS (SELECT FROM attribution_days d WHERE d.client_id = k.client_id AND d.environment = k.environment AND d.stale)`;
 
 /** The clients with production orders or touchpoints whose days were not kept ahead yet on their day of the instant $1. */

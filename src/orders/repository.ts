@@ -1,4 +1,4 @@
-import { noteAttributionChangeSql } from '../attribution/changes.js';
+import { LINKED, noteAttributionChangeSql, noteChangedKeysSql } from '../attribution/changes.js';
 import type { Tenant } from '../auth/tenant.js';
 import type { Database, Queryable } from '../db/index.js';
 import { exactNumberCheck } from '../http/exact-numbers.js';
@@ -69,27 +69,20 @@ const ORDER_BATCH = 500;
 
 export type OrderRepository = ReturnType<typeof createOrderRepository>;
 
-/**
- * SQL of the first touchpoint of the visitors linked through the orders of `orders` (a relation
- * with an order_id column), of the client `$1` and environment `$2`: an order written makes
- * those touchpoints its customer's (src/attribution/changes.ts).
- */
-const firstTouchpointLinkedThrough = (orders: string) => `
-  SELECT min(first.occurred_at) FROM ${orders} AS b
-    JOIN identities i ON i.client_id = $1 AND i.environment = $2 AND i.order_id = b.order_id
-   CROSS JOIN LATERAL (SELECT t.occurred_at FROM touchpoints t
-                        WHERE t.client_id = $1 AND t.environment = $2 AND t.visitor_id = i.visitor_id
-                        ORDER BY t.occurred_at LIMIT 1) AS first`;
+/** What a write of orders may move (src/attribution/changes.ts): an instant (text, or null), and the visitors linked through the orders. */
+interface OrdersChange {
+  earliest: string | null;
+  linkedVisitors: string[];
+}
 
 /**
  * Before a write of the orders of `orders` (SQL of a relation with an order_id column, given
  * `$3` = `param`): locks those that exist, in key order as the writes lock them, and answers the
  * earliest of their times of purchase, read under the locks (not from a statement's snapshot,
- * which a concurrent write may have overtaken), and of the first touchpoint of the visitors
- * linked through them: what the write may move (src/attribution/changes.ts). Text, or null.
+ * which a concurrent write may have overtaken), and the visitors linked through them.
  */
-async function earliestBeforeWrite(tx: Queryable, tenant: Tenant, orders: string, param: unknown): Promise<string | null> {
-  const [row] = await tx.query<{ earliest: string | null }>(
+async function changeBeforeWrite(tx: Queryable, tenant: Tenant, orders: string, param: unknown): Promise<OrdersChange> {
+  const [row] = await tx.query<{ earliest: string | null; visitors: string[] }>(
     `WITH ids AS ${orders},
      locked AS MATERIALIZED (
        SELECT o.time_of_purchase
@@ -98,15 +91,26 @@ async function earliestBeforeWrite(tx: Queryable, tenant: Tenant, orders: string
                              WHERE client_id = $1 AND environment = $2 AND order_id = k.order_id
                                FOR UPDATE) AS o
      )
-     SELECT least((SELECT min(time_of_purchase) FROM locked), (${firstTouchpointLinkedThrough('ids')}))::text AS earliest`,
+     SELECT (SELECT min(time_of_purchase) FROM locked)::text AS earliest,
+            ARRAY(SELECT i.visitor_id FROM identities i
+                   WHERE i.client_id = $1 AND i.environment = $2 AND i.order_id IN (SELECT order_id FROM ids)) AS visitors`,
     [tenant.clientId, tenant.environment, param],
   );
-  return row!.earliest;
+  return { earliest: row!.earliest, linkedVisitors: row!.visitors };
 }
 
-/** Notes the attribution change of a write of orders, as the last statement of its transaction: the earliest of `instants` (text, or null). */
-const noteChange = (tx: Queryable, tenant: Tenant, ...instants: (string | null)[]) =>
-  tx.query(noteAttributionChangeSql('SELECT min(e) FROM unnest($3::timestamptz[]) AS e'), [tenant.clientId, tenant.environment, instants]);
+/**
+ * Notes the attribution change of a write of orders, as the last statement of its transaction:
+ * the keys of the visitors linked through them, as changed links (their touchpoints are the
+ * orders' customers', whom the write may have made or changed), then the earliest of their times
+ * of purchase before and after (`earliestAfter`).
+ */
+const noteChange = (tx: Queryable, tenant: Tenant, before: OrdersChange, earliestAfter: string | null) =>
+  tx.query(
+    `WITH noted_keys AS (${noteChangedKeysSql(`SELECT unnest($3::text[]) AS visitor_id, '' AS customer_id, NULL::timestamptz AS earliest, NULL::timestamptz AS latest, ${LINKED.changed} AS linked`)})
+     ${noteAttributionChangeSql('SELECT min(e) FROM unnest($4::timestamptz[]) AS e CROSS JOIN (SELECT count(*) FROM noted_keys) AS after_keys')}`,
+    [tenant.clientId, tenant.environment, before.linkedVisitors, [before.earliest, earliestAfter]],
+  );
 
 export function createOrderRepository(db: Database) {
   /**
@@ -159,7 +163,7 @@ export function createOrderRepository(db: Database) {
         // Sorted by order_id as the key is (byte-wise), so that concurrent batches lock rows in one order.
         // updated_at never goes back, should a transaction that started earlier write the row later;
         // no volatile function in SET, which a distributed PostgreSQL (Citus) refuses there.
-        const before = await earliestBeforeWrite(tx, tenant, `(SELECT b.value->>'order_id' AS order_id FROM json_array_elements($3::json) AS b)`, batchJson);
+        const before = await changeBeforeWrite(tx, tenant, `(SELECT b.value->>'order_id' AS order_id FROM json_array_elements($3::json) AS b)`, batchJson);
         const [written] = await tx.query<{ inserted: number; written: number; earliest: string | null }>(
           `WITH written AS (
              INSERT INTO orders AS o (client_id, environment, order_id, time_of_purchase, body, created_at, updated_at)
@@ -190,13 +194,13 @@ export function createOrderRepository(db: Database) {
      */
     patch(tenant: Tenant, patchJson: string, orderIds: readonly string[], aliases: readonly AliasToAttach[], updatedAt: Date) {
       return db.transaction(async (tx) => {
-        // earliestBeforeWrite takes the row locks first, one key lookup per order in key order
+        // changeBeforeWrite takes the row locks first, one key lookup per order in key order
         // (byte-wise), as the upsert takes them; the UPDATE then finds its rows by key among the
         // patch's (a join to them was planned as a hash of all the client's orders on a table
         // without statistics). The orders it does not return are unknown; `both` names the pairs of exclusive fields
         // the merged body would hold. The new time of purchase is read in `patch`: Citus refuses
         // the text-to-timestamptz cast (not immutable) inside the UPDATE's coalesce.
-        const before = await earliestBeforeWrite(tx, tenant, '(SELECT unnest($3::text[]) AS order_id)', orderIds);
+        const before = await changeBeforeWrite(tx, tenant, '(SELECT unnest($3::text[]) AS order_id)', orderIds);
         const rows = await tx.query<{ n: number; both: string[] }>(
           `WITH patch AS (
              SELECT p.body->>'order_id' AS order_id, p.n::int - 1 AS n,

@@ -1,5 +1,5 @@
 import type { Tenant } from '../auth/tenant.js';
-import { noteAttributionChangeSql } from '../attribution/changes.js';
+import { LATE_AFTER, LATE_TOUCHPOINTS_KEYED, LINKED, noteAttributionChangeSql, noteChangedKeysSql } from '../attribution/changes.js';
 import type { Database } from '../db/index.js';
 import { AD_FIELDS, UTM_FIELDS, type DerivedTouchpoint, type SourcePlatforms } from './derive.js';
 
@@ -57,7 +57,7 @@ export type TouchpointRepository = ReturnType<typeof createTouchpointRepository>
 /**
  * `written`: the touchpoints of the JSON array `json` (json, not jsonb: each record is read once,
  * and building a jsonb of the whole batch first is work thrown away) inserted or replaced at `at`,
- * with whether each was inserted, its occurred_at and the one it replaced. The tenant is $1, $2.
+ * with whether each was inserted, its keys, its occurred_at and the one it replaced. The tenant is $1, $2.
  */
 const writtenCte = (json: string, at: string) => `written AS (
   INSERT INTO touchpoints AS t (client_id, environment, ${NAMES}, created_at, updated_at)
@@ -68,21 +68,34 @@ const writtenCte = (json: string, at: string) => `written AS (
     ${VALUES.map((name) => `${name} = excluded.${name}`).join(', ')},
     updated_at = greatest(t.updated_at, excluded.updated_at),
     replaced_occurred_at = t.occurred_at
-  RETURNING xmax = 0 AS inserted, occurred_at, replaced_occurred_at)`;
+  RETURNING xmax = 0 AS inserted, visitor_id, customer_id, occurred_at, replaced_occurred_at)`;
 /**
- * The attribution change of `written`: the earliest of its touchpoints' times, and of the times
- * of those it replaced, as the upsert replaced them (migration 0019). A pipeline that sends a
- * batch again (a retry) so notes the batch's own days, where it used to note every instant and
- * drop every kept day of its client.
+ * After writtenCte, `keyed`: the keys of the touchpoints of `written` noted by key, as
+ * noteChangedKeysSql takes them (src/attribution/changes.ts): those inserted more than a day
+ * before `at`, when there are at most LATE_TOUCHPOINTS_KEYED of them.
  */
-const WRITTEN_EARLIEST = 'SELECT min(least(occurred_at, replaced_occurred_at)) FROM written';
+const keyedCte = (at: string) => `late AS (
+  SELECT visitor_id, customer_id, occurred_at FROM written WHERE inserted AND occurred_at < ${at}::timestamptz - ${LATE_AFTER}),
+  keyed AS (
+  SELECT coalesce(visitor_id, '') AS visitor_id, coalesce(customer_id, '') AS customer_id, occurred_at AS earliest, occurred_at AS latest, ${LINKED.none} AS linked
+    FROM late WHERE (SELECT count(*) FROM late) <= ${LATE_TOUCHPOINTS_KEYED})`;
+/**
+ * The attribution change of the touchpoints of `written` not noted by key (after keyedCte, at
+ * `at`): the earliest of their times, and of the times of those they replaced, as the upsert
+ * replaced them (migration 0019). A pipeline that sends a batch again (a retry) so notes the
+ * batch's own days, where it used to note every instant and drop every kept day of its client.
+ * `after`: a relation to read first (the keys' note, locked before this one).
+ */
+const writtenEarliest = (at: string, after = '(SELECT) AS nothing') => `
+  SELECT min(least(w.occurred_at, w.replaced_occurred_at)) FROM written w CROSS JOIN ${after}
+   WHERE NOT (w.inserted AND w.occurred_at < ${at}::timestamptz - ${LATE_AFTER} AND EXISTS (SELECT FROM keyed))`;
 const WRITTEN_COUNTS = 'SELECT count(*) FILTER (WHERE inserted)::int AS inserted, count(*) FILTER (WHERE NOT inserted)::int AS updated FROM written';
 
 /**
  * `linked`: the visitors whose link the links of `body` (`{"data": [...]}`) made or changed at `at`,
  * each replacing its earlier link. A link sent again as it is (a shop identifying its logged-in
- * customer on every page) is left as it is: it changes no path, and noting it would drop the kept
- * days from the visitor's first touchpoint on, weeks of them, at every page view.
+ * customer on every page) is left as it is: it changes no path, and noting it would make the kept
+ * days from the visitor's first touchpoint on stale, weeks of them, at every page view.
  */
 const linkedCte = (body: string, at: string) => `linked AS (
   INSERT INTO identities AS i (client_id, environment, visitor_id, customer_id, order_id, linked_at)
@@ -95,28 +108,12 @@ const linkedCte = (body: string, at: string) => `linked AS (
   RETURNING visitor_id, customer_id, xmax = 0 AS inserted)`;
 /** How many links `body` sends, the answer's count whether or not they changed a link. */
 const linksSent = (body: string) => `jsonb_array_length(${body}::jsonb -> 'data')`;
-/**
- * The attribution change of `linked`. A visitor's touchpoints are in the paths of its customer's
- * orders placed from its first touchpoint on: a new link to a customer changes those orders, so
- * it notes the first of them, or nothing when there is none (a shop's customer signing in before
- * buying). A concurrent order of that customer, unseen by this statement's snapshot, notes its
- * own purchase. A link through an order notes the visitor's first touchpoint: the order's customer
- * read here may be overtaken by a concurrent write of the order (its arrival, or a new customer),
- * whose own snapshot does not see this link either, so neither would note the customer's other
- * orders. A changed link also changes the orders of the customer it linked to before, whose
- * earlier value the upsert does not return: it notes the visitor's first touchpoint. One probe of
- * touchpoints_by_visitor a visitor, and one of orders_by_customer (as a join, it was planned as a
- * scan of every touchpoint, the links' count being unknown to the planner); the orders are probed
- * for new links only.
- */
-const LINKED_EARLIEST = `SELECT min(CASE WHEN l.inserted AND l.customer_id IS NOT NULL THEN customers_orders.first_at ELSE first.occurred_at END)
-                           FROM linked l
-                          CROSS JOIN LATERAL (SELECT t.occurred_at FROM touchpoints t
-                                               WHERE t.client_id = $1 AND t.environment = $2 AND t.visitor_id = l.visitor_id
-                                               ORDER BY t.occurred_at LIMIT 1) AS first
-                          CROSS JOIN LATERAL (SELECT min(o.time_of_purchase) AS first_at FROM orders o
-                                               WHERE l.inserted AND o.client_id = $1 AND o.environment = $2 AND o.time_of_purchase >= first.occurred_at
-                                                 AND o.customer_id = l.customer_id) AS customers_orders`;
+/** The keys `linked` notes (src/attribution/changes.ts): each visitor's, as a new link to a customer or a changed one. */
+const LINKED_KEYS = `SELECT visitor_id, '' AS customer_id, NULL::timestamptz AS earliest, NULL::timestamptz AS latest,
+                            CASE WHEN inserted AND customer_id IS NOT NULL THEN ${LINKED.newToCustomer} ELSE ${LINKED.changed} END AS linked
+                       FROM linked`;
+/** Keys as JSON (keyedCte's columns), read back by noteChangedKeysSql. */
+const KEYS_OF_JSON = 'SELECT * FROM json_to_recordset($3::json) AS k(visitor_id text, customer_id text, earliest timestamptz, latest timestamptz, linked int)';
 
 export function createTouchpointRepository(db: Database) {
   /**
@@ -164,8 +161,9 @@ export function createTouchpointRepository(db: Database) {
      */
     async upsert(tenant: Tenant, touchpoints: readonly DerivedTouchpoint[], writtenAt: Date): Promise<{ inserted: number; updated: number }> {
       const [counts] = await db.query<{ inserted: number; updated: number }>(
-        `WITH ${writtenCte('$3', '$4')},
-         noted AS (${noteAttributionChangeSql(WRITTEN_EARLIEST)})
+        `WITH ${writtenCte('$3', '$4')}, ${keyedCte('$4')},
+         noted_keys AS (${noteChangedKeysSql('SELECT * FROM keyed')}),
+         noted AS (${noteAttributionChangeSql(writtenEarliest('$4', '(SELECT count(*) FROM noted_keys) AS after_keys'))})
          ${WRITTEN_COUNTS}`,
         [tenant.clientId, tenant.environment, JSON.stringify(touchpoints), writtenAt.toISOString()],
       );
@@ -173,24 +171,28 @@ export function createTouchpointRepository(db: Database) {
     },
 
     /**
-     * upsert and link in one transaction that notes the attribution change of both once, last: a
-     * transaction of the two that each noted would lock the change row between them
+     * upsert and link in one transaction that notes the attribution change of both once, last:
+     * a transaction of the two that each noted would lock the notes' rows between them
      * (src/attribution/changes.ts).
      */
     upsertAndLink(tenant: Tenant, touchpoints: readonly DerivedTouchpoint[], linksJson: string, at: Date): Promise<{ inserted: number; updated: number; linked: number }> {
       return db.transaction(async (tx) => {
         const tenantParams = [tenant.clientId, tenant.environment];
-        const [written] = await tx.query<{ inserted: number; updated: number; earliest: string | null }>(
-          `WITH ${writtenCte('$3', '$4')}
-           SELECT counts.*, (${WRITTEN_EARLIEST})::text AS earliest FROM (${WRITTEN_COUNTS}) AS counts`,
+        const [written] = await tx.query<{ inserted: number; updated: number; earliest: string | null; keys: unknown[] | null }>(
+          `WITH ${writtenCte('$3', '$4')}, ${keyedCte('$4')}
+           SELECT counts.*, (${writtenEarliest('$4')})::text AS earliest, (SELECT json_agg(keyed) FROM keyed) AS keys FROM (${WRITTEN_COUNTS}) AS counts`,
           [...tenantParams, JSON.stringify(touchpoints), at.toISOString()],
         );
-        const [linked] = await tx.query<{ linked: number; earliest: string | null }>(
+        const [linked] = await tx.query<{ linked: number; keys: unknown[] | null }>(
           `WITH ${linkedCte('$3', '$4')}
-           SELECT ${linksSent('$3')} AS linked, (${LINKED_EARLIEST})::text AS earliest`,
+           SELECT ${linksSent('$3')} AS linked, (SELECT json_agg(k) FROM (${LINKED_KEYS}) AS k) AS keys`,
           [...tenantParams, linksJson, at.toISOString()],
         );
-        await tx.query(noteAttributionChangeSql('SELECT least($3::timestamptz, $4::timestamptz)'), [...tenantParams, written!.earliest, linked!.earliest]);
+        await tx.query(
+          `WITH noted_keys AS (${noteChangedKeysSql(KEYS_OF_JSON)})
+           ${noteAttributionChangeSql('SELECT $4::timestamptz FROM (SELECT count(*) FROM noted_keys) AS after_keys')}`,
+          [...tenantParams, JSON.stringify([...(written!.keys ?? []), ...(linked!.keys ?? [])]), written!.earliest],
+        );
         return { inserted: written!.inserted, updated: written!.updated, linked: linked!.linked };
       });
     },
@@ -218,13 +220,12 @@ export function createTouchpointRepository(db: Database) {
     /**
      * Links each visitor of `bodyJson` (`{"data": [...]}`, as received) to its customer or order,
      * replacing the visitor's earlier link: the link of the request written last holds. Sorted by
-     * key, as touchpoints are; `linkedAt` is the request's time. Notes the attribution change
-     * from the visitors' first touchpoints.
+     * key, as touchpoints are; `linkedAt` is the request's time. Notes the visitors' keys.
      */
     async link(tenant: Tenant, bodyJson: string, linkedAt: Date): Promise<number> {
       const [row] = await db.query<{ linked: number }>(
         `WITH ${linkedCte('$3', '$4')},
-         noted AS (${noteAttributionChangeSql(LINKED_EARLIEST)})
+         noted_keys AS (${noteChangedKeysSql(LINKED_KEYS)})
          SELECT ${linksSent('$3')} AS linked`,
         [tenant.clientId, tenant.environment, bodyJson, linkedAt.toISOString()],
       );
