@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, describe, test } from 'node:test';
 import type { LightMyRequestResponse } from 'fastify';
-import { LATE_TOUCHPOINTS_KEYED } from '../src/attribution/changes.js';
+import { LATE_TOUCHPOINTS_KEYED, takeChangedKeys } from '../src/attribution/changes.js';
 import { resolveChangedKeys } from '../src/exports/daily-totals.js';
 import { ADMIN_TOKEN, assertErrorEnvelope, minimalOrder, postOrders, startService, UUID, type TestApp, type TestClient } from './helpers.js';
 
@@ -56,7 +56,8 @@ async function listed(client: Headers, query: Record<string, string | number>, f
 async function notedChange(client: { client_id: string }): Promise<{ from?: string; credits?: string; visits: string[] }> {
   const [row] = await service.db.query<{ earliest: string | null }>('SELECT min(earliest)::text AS earliest FROM attribution_changes WHERE client_id = $1', [client.client_id]);
   await service.db.query('DELETE FROM attribution_changes WHERE client_id = $1', [client.client_id]);
-  const keys = await service.db.transaction((tx) => resolveChangedKeys(tx, { clientId: client.client_id, environment: 'production', dryRun: false }, 'UTC'));
+  const tenant = { clientId: client.client_id, environment: 'production' as const, dryRun: false };
+  const keys = await service.db.transaction(async (tx) => resolveChangedKeys(tx, tenant, 'UTC', await takeChangedKeys(tx, tenant)));
   const instant = (text: string | null) => (text === null ? undefined : text === '-infinity' ? text : new Date(text).toISOString());
   return { from: instant(row!.earliest), credits: instant(keys.creditsFrom), visits: keys.visitDays.sort() };
 }
@@ -184,19 +185,19 @@ describe('POST /v1/touchpoints', () => {
     };
     const [a, b] = [visit('a'), visit('b', { occurred_at: '2024-03-10T09:00:00Z' })];
     const nothing = { from: undefined, credits: undefined, visits: [] };
-    assert.deepEqual(await write([a, b]), { ...nothing, visits: ['2024-03-08', '2024-03-09', '2024-03-10'] }, 'new and late, of a visitor linked to nobody: their visits only');
+    assert.deepEqual(await write([a, b]), { ...nothing, visits: ['2024-03-08', '2024-03-10'] }, 'new and late, of a visitor linked to nobody: their visits only');
     assert.deepEqual(await write([b, a]), { ...nothing, from: '2024-03-08T09:00:00.000Z' }, 'sent again: its own days, not every instant');
     assert.deepEqual(await write([{ ...b, occurred_at: '2024-03-05T09:00:00Z' }]), { ...nothing, from: '2024-03-05T09:00:00.000Z' }, 'moved earlier: its new time');
     assert.deepEqual(await write([{ ...a, occurred_at: '2024-03-20T09:00:00Z' }]), { ...nothing, from: '2024-03-08T09:00:00.000Z' }, 'moved later: the time it leaves');
     assert.deepEqual(
       await write([visit('c', { occurred_at: '2024-03-15T09:00:00Z' }), { ...b, occurred_at: '2024-03-12T09:00:00Z' }]),
-      { from: '2024-03-05T09:00:00.000Z', credits: undefined, visits: ['2024-03-15'] },
-      'a new touchpoint, not its visitor\'s first visit, and a moved one',
+      { from: '2024-03-05T09:00:00.000Z', credits: undefined, visits: ['2024-03-15', '2024-03-20'] },
+      "a new touchpoint, and a moved one: the days of its visitor's visits from the new one on",
     );
     assert.deepEqual(
       await write([visit('d', { occurred_at: '2024-03-01T09:00:00Z' })]),
-      { ...nothing, visits: ['2024-03-01', '2024-03-12'] },
-      "its visitor's first visit: the day of the one that was first before it too",
+      { ...nothing, visits: ['2024-03-01', '2024-03-12', '2024-03-15', '2024-03-20'] },
+      "its visitor's first visit: with the days after it, that of the one first before it",
     );
     const backfill = Array.from({ length: LATE_TOUCHPOINTS_KEYED + 1 }, (_, n) => visit(`e${n}`, { occurred_at: `2024-02-${String(n % 28 + 1).padStart(2, '0')}T09:00:00Z` }));
     assert.deepEqual(await write(backfill), { ...nothing, from: '2024-02-01T09:00:00.000Z' }, 'more late ones than are noted by key: their earliest time');

@@ -1,3 +1,6 @@
+import type { Tenant } from '../auth/tenant.js';
+import type { Queryable } from '../db/index.js';
+
 /*
  * What writes to touchpoints, identities and orders tell the kept daily totals of attribution
  * (src/exports/daily-totals.ts, migration 0015): which kept days they may have changed. A write
@@ -7,16 +10,18 @@
  * notes in its own transaction, last, its keys in key order, then its instant: every transaction
  * that writes locks its data rows first, then these rows in that order, so that writes of one
  * client cannot deadlock on them (a transaction of two writes that each noted would lock them
- * between them: the collector's touchpoints and links are noted together, after both). The
- * report reads and clears them.
+ * between them: the collector's touchpoints and links are noted together, after both). A report
+ * takes the keys, then the instants, in that order too (takeChangedKeys), and resolves the keys
+ * in a later statement, whose snapshot holds the writes that noted them.
  *
  * Cash credits and visits change from an instant on; accrual credits from a window before it.
  * What a write notes:
  *
  * - touchpoints inserted more than a day late, up to LATE_TOUCHPOINTS_KEYED of them in a write:
  *   their visitor_id and customer_id, and their times. A visit changes the visits of its day,
- *   and new visits (a visitor's first) of its day and of its visitor's first visit before it; it
- *   changes the paths of its customer's orders from its time on, within the longest kept window.
+ *   and new visits (a visitor's first) of its day and of its visitor's first visit before it,
+ *   which is among the visitor's visits after it; it changes the paths of its customer's orders
+ *   from its time on, within the longest kept window.
  *   Its customer is its own customer_id, else its visitor's link, which only a reader after the
  *   link's write can tell: a report resolves the key, and a link writes the same key (below), so
  *   that of two concurrent writes of a visitor's touchpoint and link, the later waits for the
@@ -78,3 +83,34 @@ export const noteChangedKeysSql = (keys: string) => `
   ON CONFLICT (client_id, environment, visitor_id, customer_id) DO UPDATE SET
     earliest = least(k.earliest, excluded.earliest), latest = greatest(k.latest, excluded.latest), linked = greatest(k.linked, excluded.linked)
   RETURNING 1`;
+
+/** A key noted (attribution_change_keys, migration 0024), as taken. */
+export interface ChangedKey {
+  visitor_id: string;
+  customer_id: string;
+  earliest: string | null;
+  latest: string | null;
+  linked: number;
+}
+
+/**
+ * Takes the keys a client's writes noted: locks them in the order writes lock them (waiting for
+ * a write noting one to commit, whose note it then reads as that write left it), and deletes
+ * them. Keys written after the statement began are the next report's. The report's first lock
+ * after its client's (markChangedDaysStale), and an erasure's.
+ */
+export function takeChangedKeys(tx: Queryable, { clientId, environment }: Tenant): Promise<ChangedKey[]> {
+  return tx.query<ChangedKey>(
+    `WITH taken AS (
+       SELECT visitor_id, customer_id FROM attribution_change_keys
+        WHERE client_id = $1 AND environment = $2
+        ORDER BY visitor_id COLLATE "C", customer_id COLLATE "C"
+          FOR UPDATE
+     )
+     DELETE FROM attribution_change_keys k USING taken t
+      WHERE k.client_id = $1 AND k.environment = $2 AND k.visitor_id = t.visitor_id AND k.customer_id = t.customer_id
+     RETURNING k.visitor_id, k.customer_id, k.earliest::text AS earliest, k.latest::text AS latest, k.linked`,
+    [clientId, environment],
+  );
+}
+

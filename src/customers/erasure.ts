@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { EVERY_INSTANT, noteAttributionChangeSql } from '../attribution/changes.js';
+import { EVERY_INSTANT, noteAttributionChangeSql, takeChangedKeys } from '../attribution/changes.js';
 import type { Tenant } from '../auth/tenant.js';
 import type { Database } from '../db/index.js';
 import { PERSONAL_ORDER_FIELDS, emailForms, withoutPersonalQuery } from './redaction.js';
@@ -132,7 +132,7 @@ export function createCustomerErasure(db: Database) {
         );
         // Attribution is meant to come out the same, but erasures are rare: every kept total is
         // made stale rather than reasoned about. The keys noted (visitor ids among them) go.
-        await tx.query('DELETE FROM attribution_change_keys WHERE client_id = $1 AND environment = $2', tenantParams);
+        await takeChangedKeys(tx, tenant);
         await tx.query(noteAttributionChangeSql(EVERY_INSTANT), tenantParams);
         return { customers: customers.length, orders: orders.length, touchpoints: touchpointIds.size, identities: links.length };
       });

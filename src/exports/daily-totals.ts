@@ -1,4 +1,4 @@
-import { LINKED } from '../attribution/changes.js';
+import { LINKED, takeChangedKeys, type ChangedKey } from '../attribution/changes.js';
 import { DAY_MS, UNLIMITED, windowDaysSql } from '../attribution/models.js';
 import { KEPT_PATH_COLUMNS, LONGEST_KEPT_WINDOW, pathsSql, pathsToKeepSql } from '../attribution/paths.js';
 import type { Tenant } from '../auth/tenant.js';
@@ -76,12 +76,14 @@ export function markChangedDaysStale(db: Database, { tenant, timeZone }: Pick<Ke
   return db.transaction(async (tx) => {
     const tenantParams = [tenant.clientId, tenant.environment];
     const keptZone = await lockKeptTotals(tx, tenant, timeZone);
+    // The keys first, then the instants: in the order writes lock them (src/attribution/changes.ts).
+    const keys = await takeChangedKeys(tx, tenant);
     const slots = await tx.query<{ slot: number; earliest: string }>(
       'SELECT slot, earliest::text AS earliest FROM attribution_changes WHERE client_id = $1 AND environment = $2 FOR UPDATE',
       tenantParams,
     );
     const [change] = await tx.query<{ earliest: string | null }>('SELECT min(e)::text AS earliest FROM unnest($1::timestamptz[]) AS e', [slots.map((slot) => slot.earliest)]);
-    const keyed = await resolveChangedKeys(tx, tenant, keptZone);
+    const keyed = await resolveChangedKeys(tx, tenant, keptZone, keys);
     if (change!.earliest === null && keyed.creditsFrom === null && keyed.visitDays.length === 0) return;
     // Accrual days kept with the orders before a day (migration 0022) are left to a change of orders from that day on.
     const changedFrom = (instant: string) => `day >= ((${instant}::timestamptz - lookback_days * interval '${DAY_MS} milliseconds') AT TIME ZONE $4)::date
@@ -104,35 +106,27 @@ export function markChangedDaysStale(db: Database, { tenant, timeZone }: Pick<Ke
 }
 
 /**
- * What the keys noted (src/attribution/changes.ts, migration 0024) may have changed, read now
- * that the writes that noted them committed, and cleared: the instant from which credits may have
- * changed (null: none), and the local days of `zone` whose visits may have. Keys a write is noting
- * now (locked) are left to the next report.
+ * What the keys taken may have changed (src/attribution/changes.ts), read in a statement after
+ * the one that took them, whose snapshot holds every write whose note was taken: the instant from
+ * which credits may have changed (null: none), and the local days of `zone` whose visits may have.
  *
  * - Credits: a changed link, from its visitor's first touchpoint; a new link to a customer, from
  *   the first order of that customer placed from then on; touchpoints, from the first order of
  *   their customer (their own, or their visitor's link's) placed from the first of them on,
  *   within the longest kept window after the last. No customer, or no such order: none.
- * - Visits: the days from the first touchpoint's to the last's; and when the visitor's (or the
- *   customer's, for touchpoints without a visitor) first visit is among them, the day of its
- *   first visit after them, which was its first before them.
+ * - Visits: the days of every visit of the touchpoints' visitor (or customer, for touchpoints
+ *   without a visitor: whose first visit is a new visit) from the first of them on. They hold the
+ *   touchpoints' own days, and the day of the visit that was the first before them, if it is no
+ *   longer: whichever key of that visitor noted the new first, it is at or after that key's time.
  */
-export async function resolveChangedKeys(tx: Queryable, { clientId, environment }: Tenant, zone: string): Promise<{ creditsFrom: string | null; visitDays: string[] }> {
+export async function resolveChangedKeys(tx: Queryable, { clientId, environment }: Tenant, zone: string, keys: readonly ChangedKey[]): Promise<{ creditsFrom: string | null; visitDays: string[] }> {
+  if (keys.length === 0) return { creditsFrom: null, visitDays: [] };
   const tenantOf = (alias: string) => `${alias}.client_id = $1 AND ${alias}.environment = $2`;
-  /** The first visit of the row `r`'s visitor (or customer) after `after`, or its first at all. */
-  const firstVisit = (after?: string) => `coalesce(
-      (SELECT min(t.occurred_at) FROM touchpoints t WHERE r.visitor_id <> '' AND ${tenantOf('t')} AND t.visitor_id = r.visitor_id AND t.type = 'visit'${after ? ` AND t.occurred_at > ${after}` : ''}),
-      (SELECT min(t.occurred_at) FROM touchpoints t WHERE r.visitor_id = '' AND ${tenantOf('t')} AND t.visitor_id IS NULL AND t.customer_id = r.customer_id AND t.type = 'visit'${after ? ` AND t.occurred_at > ${after}` : ''}))`;
-  const localDay = (instant: string) => `(${instant} AT TIME ZONE $3)::date`;
+  const visitsFrom = (match: string) =>
+    `SELECT t.occurred_at FROM touchpoints t WHERE ${tenantOf('t')} AND ${match} AND t.type = 'visit' AND t.occurred_at >= n.earliest`;
   const [row] = await tx.query<{ credits_from: string | null; visit_days: string[] }>(
-    `WITH noted AS MATERIALIZED (
-       SELECT visitor_id, customer_id, earliest, latest, linked FROM attribution_change_keys k
-        WHERE ${tenantOf('k')}
-          FOR UPDATE SKIP LOCKED
-     ),
-     cleared AS (
-       DELETE FROM attribution_change_keys k USING noted n
-        WHERE ${tenantOf('k')} AND k.visitor_id = n.visitor_id AND k.customer_id = n.customer_id
+    `WITH noted AS (
+       SELECT * FROM json_to_recordset($4::json) AS k(visitor_id text, customer_id text, earliest timestamptz, latest timestamptz, linked int)
      ),
      resolved AS (
        SELECT n.*,
@@ -149,12 +143,13 @@ export async function resolveChangedKeys(tx: Queryable, { clientId, environment 
                                     WHERE ${tenantOf('o')} AND o.customer_id = r.path_customer_id AND o.time_of_purchase >= r.from_at
                                       AND (r.linked = ${LINKED.newToCustomer} OR o.time_of_purchase <= r.latest + interval '${LONGEST_KEPT_WINDOW * DAY_MS} milliseconds')) END)
                FROM resolved r)::text AS credits_from,
-            ARRAY(SELECT to_char(d, 'YYYY-MM-DD') FROM resolved r
-                   CROSS JOIN generate_series(${localDay('r.earliest')}::timestamp, ${localDay('r.latest')}::timestamp, interval '1 day') AS d
-                  UNION
-                  SELECT to_char(${localDay(firstVisit('r.latest'))}, 'YYYY-MM-DD') FROM resolved r
-                   WHERE r.earliest IS NOT NULL AND ${firstVisit()} >= r.earliest AND ${firstVisit('r.latest')} IS NOT NULL) AS visit_days`,
-    [clientId, environment, zone],
+            ARRAY(SELECT DISTINCT to_char(v.occurred_at AT TIME ZONE $3, 'YYYY-MM-DD')
+                    FROM noted n
+                   CROSS JOIN LATERAL (${visitsFrom("n.visitor_id <> '' AND t.visitor_id = n.visitor_id")}
+                                       UNION ALL
+                                       ${visitsFrom("n.visitor_id = '' AND t.visitor_id IS NULL AND t.customer_id = n.customer_id")}) AS v
+                   WHERE n.earliest IS NOT NULL) AS visit_days`,
+    [clientId, environment, zone, JSON.stringify(keys)],
   );
   return { creditsFrom: row!.credits_from, visitDays: row!.visit_days };
 }
