@@ -321,7 +321,8 @@ async function bareDashboardSql(store: Store, tenant: Tenant): Promise<Row> {
  * another model (kept ahead too); another window, whose 30 days the request computes and keeps;
  * accrual mode (kept ahead too); one after a batch of live touchpoints and an order (now, after the
  * period: no cash day changes, and accrual days are kept without today's orders), in both modes; one right after
- * a late touchpoint in the middle of the period (cash days from its day on are computed again);
+ * a late touchpoint in the middle of the period, of an anonymous visitor (the visits of its day are
+ * computed again), then one of a customer (the credits from the customer's next order on, too);
  * one after another, once the keeper has computed them again in the background; another model
  * then (the report before took the first change: the keeper computes the days it made stale).
  */
@@ -384,7 +385,9 @@ async function dashboardReports(server: RunningServer, store: Store): Promise<Ro
   await measured('after 1,000 live touchpoints and an order');
   await measured('accrual, after them', 1, { mode: 'accrual' });
   await postTouchpoints([visit('late', new Date(TODAY - 15 * DAY_MS + 12 * 3_600_000))]);
-  await measured('after a touchpoint 15 days ago (15 days again)');
+  await measured("after an anonymous visitor's touchpoint 15 days ago");
+  await postTouchpoints([{ ...visit('late-customer', new Date(TODAY - 15 * DAY_MS + 12 * 3_600_000)), customer_id: 'cust-2' }]);
+  await measured("after a customer's touchpoint 15 days ago");
   await postTouchpoints([visit('late-kept', new Date(TODAY - 15 * DAY_MS + 13 * 3_600_000))]);
   const waited = await keeperDone(store, server.headers['data-client-id']!);
   console.log(`${part}: the keeper brought the days up to date ${waited.toFixed(1)} s after the touchpoint`);
@@ -406,11 +409,11 @@ async function secondsUntil<T extends object>(store: Store, sql: string, params:
   }
 }
 
-/** Seconds until the client has no change noted nor day stale, and the dashboard's 30 days kept again: the keeper has run. */
+/** Seconds until the client has no change noted (instant or key) nor day stale, and the dashboard's 30 days kept again: the keeper has run. */
 const keeperDone = (store: Store, clientId: string) =>
   secondsUntil<{ changes: number; stale: number; days: number }>(
     store,
-    `SELECT (SELECT count(*)::int FROM attribution_changes WHERE client_id = $1) AS changes,
+    `SELECT (SELECT count(*)::int FROM attribution_changes WHERE client_id = $1) + (SELECT count(*)::int FROM attribution_change_keys WHERE client_id = $1) AS changes,
             (SELECT count(*)::int FROM attribution_days WHERE client_id = $1 AND stale) AS stale,
             (SELECT count(*)::int FROM attribution_days WHERE client_id = $1 AND totals = 'linear/30/cash' AND day BETWEEN $2 AND $3 AND NOT stale) AS days`,
     [clientId, dayOf(-30), dayOf(-1)],
