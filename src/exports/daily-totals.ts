@@ -77,13 +77,14 @@ export function markChangedDaysStale(db: Database, { tenant, timeZone }: Pick<Ke
     const tenantParams = [tenant.clientId, tenant.environment];
     const keptZone = await lockKeptTotals(tx, tenant, timeZone);
     // The keys first, then the instants: in the order writes lock them (src/attribution/changes.ts).
-    const keys = await takeChangedKeys(tx, tenant);
+    // The keys are resolved before the instants are locked: every write of the client waits for
+    // that lock, live traffic too.
+    const keyed = await resolveChangedKeys(tx, tenant, keptZone, await takeChangedKeys(tx, tenant));
     const slots = await tx.query<{ slot: number; earliest: string }>(
       'SELECT slot, earliest::text AS earliest FROM attribution_changes WHERE client_id = $1 AND environment = $2 FOR UPDATE',
       tenantParams,
     );
     const [change] = await tx.query<{ earliest: string | null }>('SELECT min(e)::text AS earliest FROM unnest($1::timestamptz[]) AS e', [slots.map((slot) => slot.earliest)]);
-    const keyed = await resolveChangedKeys(tx, tenant, keptZone, keys);
     if (change!.earliest === null && keyed.creditsFrom === null && keyed.visitDays.length === 0) return;
     // Accrual days kept with the orders before a day (migration 0022) are left to a change of orders from that day on.
     const changedFrom = (instant: string) => `day >= ((${instant}::timestamptz - lookback_days * interval '${DAY_MS} milliseconds') AT TIME ZONE $4)::date
