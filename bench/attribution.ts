@@ -322,7 +322,7 @@ async function bareDashboardSql(store: Store, tenant: Tenant): Promise<Row> {
  * accrual mode (kept ahead too); one after a batch of live touchpoints and an order (now, after the
  * period: no cash day changes, and accrual days are kept without today's orders), in both modes; one right after
  * a late touchpoint in the middle of the period, of an anonymous visitor (the visits of its day are
- * computed again), then one of a customer (the credits from the customer's next order on, too);
+ * computed again), then one of a customer who ordered 8 days ago (the credits from that order on, too);
  * one after another, once the keeper has computed them again in the background; another model
  * then (the report before took the first change: the keeper computes the days it made stale).
  */
@@ -386,14 +386,31 @@ async function dashboardReports(server: RunningServer, store: Store): Promise<Ro
   await measured('accrual, after them', 1, { mode: 'accrual' });
   await postTouchpoints([visit('late', new Date(TODAY - 15 * DAY_MS + 12 * 3_600_000))]);
   await measured("after an anonymous visitor's touchpoint 15 days ago");
-  await postTouchpoints([{ ...visit('late-customer', new Date(TODAY - 15 * DAY_MS + 12 * 3_600_000)), customer_id: 'cust-2' }]);
-  await measured("after a customer's touchpoint 15 days ago");
+  const customer = await firstCustomerOrderingFrom(store, server.headers['data-client-id']!, new Date(TODAY - 8 * DAY_MS));
+  await postTouchpoints([{ ...visit('late-customer', new Date(TODAY - 15 * DAY_MS + 12 * 3_600_000)), customer_id: customer }]);
+  await measured("after a touchpoint 15 days ago of a customer who ordered 8 days ago");
   await postTouchpoints([visit('late-kept', new Date(TODAY - 15 * DAY_MS + 13 * 3_600_000))]);
   const waited = await keeperDone(store, server.headers['data-client-id']!);
   console.log(`${part}: the keeper brought the days up to date ${waited.toFixed(1)} s after the touchpoint`);
   await measured('after another 15 days ago, once the keeper has run');
   await measured('another model, once the keeper has run', 1, { model: 'time_decay' });
   return rows;
+}
+
+/** The customer of the client's first order placed from `from` on. */
+async function firstCustomerOrderingFrom(store: Store, clientId: string, from: Date): Promise<string> {
+  const client = new pg.Client({ connectionString: store.env.DATABASE_URL });
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ customer_id: string }>(
+      `SELECT customer_id FROM orders WHERE client_id = $1 AND environment = 'production' AND time_of_purchase >= $2 AND customer_id IS NOT NULL
+        ORDER BY time_of_purchase LIMIT 1`,
+      [clientId, from],
+    );
+    return rows[0]!.customer_id;
+  } finally {
+    await client.end();
+  }
 }
 
 /** Seconds until `done` holds of the rows of `sql`, polled every 250 ms. */
