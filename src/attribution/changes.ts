@@ -45,10 +45,13 @@ import type { Queryable } from '../db/index.js';
  * SQL lowering the change instant of the client `$1`, environment `$2`, to the single value
  * `earliest` selects (an instant, -infinity, or NULL when nothing changed: no row written). Live
  * traffic seldom lowers it: the row is then left as it is, not written again by every batch.
+ * `after`: a WITH item read whole first, whose rows are so locked before this one (noteChangeCtes).
  */
-export const noteAttributionChangeSql = (earliest: string) => `
+export const noteAttributionChangeSql = (earliest: string, after?: string) => `
   INSERT INTO attribution_changes AS c (client_id, environment, slot, earliest)
-  SELECT $1, $2, pg_backend_pid() % ${CHANGE_SLOTS}, e.earliest FROM (${earliest}) AS e (earliest) WHERE e.earliest IS NOT NULL
+  SELECT $1, $2, pg_backend_pid() % ${CHANGE_SLOTS}, e.earliest
+    FROM (${earliest}) AS e (earliest)${after ? ` CROSS JOIN (SELECT count(*) FROM ${after}) AS after_keys` : ''}
+   WHERE e.earliest IS NOT NULL
   ON CONFLICT (client_id, environment, slot) DO UPDATE SET earliest = excluded.earliest WHERE excluded.earliest < c.earliest`;
 
 /**
@@ -83,6 +86,22 @@ export const noteChangedKeysSql = (keys: string) => `
   ON CONFLICT (client_id, environment, visitor_id, customer_id) DO UPDATE SET
     earliest = least(k.earliest, excluded.earliest), latest = greatest(k.latest, excluded.latest), linked = greatest(k.linked, excluded.linked)
   RETURNING 1`;
+
+/**
+ * SQL of the keys of visitors whose link changed, as noteChangedKeysSql takes them: `linked` (SQL
+ * of a LINKED value) for each `visitor_id` of the relation `visitors`.
+ */
+export const visitorKeysSql = (visitors: string, linked: string) =>
+  `SELECT visitor_id, '' AS customer_id, NULL::timestamptz AS earliest, NULL::timestamptz AS latest, ${linked} AS linked FROM ${visitors}`;
+
+/**
+ * The items of a WITH clause noting a write's change, last: the keys of the relation `keys`
+ * (noteChangedKeysSql), then the instant `earliest` selects (noteAttributionChangeSql), its row
+ * locked after theirs.
+ */
+export const noteChangeCtes = (keys: string, earliest: string) => `
+  noted_keys AS (${noteChangedKeysSql(keys)}),
+  noted AS (${noteAttributionChangeSql(earliest, 'noted_keys')})`;
 
 /** A key noted (attribution_change_keys, migration 0024), as taken. */
 export interface ChangedKey {

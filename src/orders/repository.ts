@@ -1,4 +1,4 @@
-import { LINKED, noteAttributionChangeSql, noteChangedKeysSql } from '../attribution/changes.js';
+import { LINKED, noteChangeCtes, visitorKeysSql } from '../attribution/changes.js';
 import type { Tenant } from '../auth/tenant.js';
 import type { Database, Queryable } from '../db/index.js';
 import { exactNumberCheck } from '../http/exact-numbers.js';
@@ -107,8 +107,7 @@ async function changeBeforeWrite(tx: Queryable, tenant: Tenant, orders: string, 
  */
 const noteChange = (tx: Queryable, tenant: Tenant, before: OrdersChange, earliestAfter: string | null) =>
   tx.query(
-    `WITH noted_keys AS (${noteChangedKeysSql(`SELECT unnest($3::text[]) AS visitor_id, '' AS customer_id, NULL::timestamptz AS earliest, NULL::timestamptz AS latest, ${LINKED.changed} AS linked`)})
-     ${noteAttributionChangeSql('SELECT min(e) FROM unnest($4::timestamptz[]) AS e CROSS JOIN (SELECT count(*) FROM noted_keys) AS after_keys')}`,
+    `WITH ${noteChangeCtes(visitorKeysSql('unnest($3::text[]) AS v (visitor_id)', String(LINKED.changed)), 'SELECT min(e) FROM unnest($4::timestamptz[]) AS e')} SELECT`,
     [tenant.clientId, tenant.environment, before.linkedVisitors, [before.earliest, earliestAfter]],
   );
 

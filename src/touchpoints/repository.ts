@@ -1,5 +1,5 @@
 import type { Tenant } from '../auth/tenant.js';
-import { LATE_AFTER, LATE_TOUCHPOINTS_KEYED, LINKED, noteAttributionChangeSql, noteChangedKeysSql } from '../attribution/changes.js';
+import { LATE_AFTER, LATE_TOUCHPOINTS_KEYED, LINKED, noteChangeCtes, noteChangedKeysSql, visitorKeysSql } from '../attribution/changes.js';
 import type { Database } from '../db/index.js';
 import { AD_FIELDS, UTM_FIELDS, type DerivedTouchpoint, type SourcePlatforms } from './derive.js';
 
@@ -57,7 +57,8 @@ export type TouchpointRepository = ReturnType<typeof createTouchpointRepository>
 /**
  * `written`: the touchpoints of the JSON array `json` (json, not jsonb: each record is read once,
  * and building a jsonb of the whole batch first is work thrown away) inserted or replaced at `at`,
- * with whether each was inserted, its keys, its occurred_at and the one it replaced. The tenant is $1, $2.
+ * with whether each was inserted, and more than a day late (LATE_AFTER), its keys, its occurred_at
+ * and the one it replaced. The tenant is $1, $2.
  */
 const writtenCte = (json: string, at: string) => `written AS (
   INSERT INTO touchpoints AS t (client_id, environment, ${NAMES}, created_at, updated_at)
@@ -68,27 +69,22 @@ const writtenCte = (json: string, at: string) => `written AS (
     ${VALUES.map((name) => `${name} = excluded.${name}`).join(', ')},
     updated_at = greatest(t.updated_at, excluded.updated_at),
     replaced_occurred_at = t.occurred_at
-  RETURNING xmax = 0 AS inserted, visitor_id, customer_id, occurred_at, replaced_occurred_at)`;
+  RETURNING xmax = 0 AS inserted, (xmax = 0 AND occurred_at < ${at}::timestamptz - ${LATE_AFTER}) AS late, visitor_id, customer_id, occurred_at, replaced_occurred_at)`;
 /**
  * After writtenCte, `keyed`: the keys of the touchpoints of `written` noted by key, as
- * noteChangedKeysSql takes them (src/attribution/changes.ts): those inserted more than a day
- * before `at`, when there are at most LATE_TOUCHPOINTS_KEYED of them.
+ * noteChangedKeysSql takes them (src/attribution/changes.ts): the late ones, when there are at
+ * most LATE_TOUCHPOINTS_KEYED of them.
  */
-const keyedCte = (at: string) => `late AS (
-  SELECT visitor_id, customer_id, occurred_at FROM written WHERE inserted AND occurred_at < ${at}::timestamptz - ${LATE_AFTER}),
-  keyed AS (
+const KEYED_CTE = `keyed AS (
   SELECT coalesce(visitor_id, '') AS visitor_id, coalesce(customer_id, '') AS customer_id, occurred_at AS earliest, occurred_at AS latest, ${LINKED.none} AS linked
-    FROM late WHERE (SELECT count(*) FROM late) <= ${LATE_TOUCHPOINTS_KEYED})`;
+    FROM written WHERE late AND (SELECT count(*) FROM written WHERE late) <= ${LATE_TOUCHPOINTS_KEYED})`;
 /**
- * The attribution change of the touchpoints of `written` not noted by key (after keyedCte, at
- * `at`): the earliest of their times, and of the times of those they replaced, as the upsert
- * replaced them (migration 0019). A pipeline that sends a batch again (a retry) so notes the
- * batch's own days, where it used to note every instant and drop every kept day of its client.
- * `after`: a relation to read first (the keys' note, locked before this one).
+ * The attribution change of the touchpoints of `written` not noted by key (after KEYED_CTE): the
+ * earliest of their times, and of the times of those they replaced, as the upsert replaced them
+ * (migration 0019). A pipeline that sends a batch again (a retry) so notes the batch's own days,
+ * where it used to note every instant and drop every kept day of its client.
  */
-const writtenEarliest = (at: string, after = '(SELECT) AS nothing') => `
-  SELECT min(least(w.occurred_at, w.replaced_occurred_at)) FROM written w CROSS JOIN ${after}
-   WHERE NOT (w.inserted AND w.occurred_at < ${at}::timestamptz - ${LATE_AFTER} AND EXISTS (SELECT FROM keyed))`;
+const WRITTEN_EARLIEST = 'SELECT min(least(occurred_at, replaced_occurred_at)) FROM written WHERE NOT (late AND EXISTS (SELECT FROM keyed))';
 const WRITTEN_COUNTS = 'SELECT count(*) FILTER (WHERE inserted)::int AS inserted, count(*) FILTER (WHERE NOT inserted)::int AS updated FROM written';
 
 /**
@@ -109,9 +105,7 @@ const linkedCte = (body: string, at: string) => `linked AS (
 /** How many links `body` sends, the answer's count whether or not they changed a link. */
 const linksSent = (body: string) => `jsonb_array_length(${body}::jsonb -> 'data')`;
 /** The keys `linked` notes (src/attribution/changes.ts): each visitor's, as a new link to a customer or a changed one. */
-const LINKED_KEYS = `SELECT visitor_id, '' AS customer_id, NULL::timestamptz AS earliest, NULL::timestamptz AS latest,
-                            CASE WHEN inserted AND customer_id IS NOT NULL THEN ${LINKED.newToCustomer} ELSE ${LINKED.changed} END AS linked
-                       FROM linked`;
+const LINKED_KEYS = visitorKeysSql('linked', `CASE WHEN inserted AND customer_id IS NOT NULL THEN ${LINKED.newToCustomer} ELSE ${LINKED.changed} END`);
 /** Keys as JSON (keyedCte's columns), read back by noteChangedKeysSql. */
 const KEYS_OF_JSON = 'SELECT * FROM json_to_recordset($3::json) AS k(visitor_id text, customer_id text, earliest timestamptz, latest timestamptz, linked int)';
 
@@ -161,9 +155,7 @@ export function createTouchpointRepository(db: Database) {
      */
     async upsert(tenant: Tenant, touchpoints: readonly DerivedTouchpoint[], writtenAt: Date): Promise<{ inserted: number; updated: number }> {
       const [counts] = await db.query<{ inserted: number; updated: number }>(
-        `WITH ${writtenCte('$3', '$4')}, ${keyedCte('$4')},
-         noted_keys AS (${noteChangedKeysSql('SELECT * FROM keyed')}),
-         noted AS (${noteAttributionChangeSql(writtenEarliest('$4', '(SELECT count(*) FROM noted_keys) AS after_keys'))})
+        `WITH ${writtenCte('$3', '$4')}, ${KEYED_CTE}, ${noteChangeCtes('SELECT * FROM keyed', WRITTEN_EARLIEST)}
          ${WRITTEN_COUNTS}`,
         [tenant.clientId, tenant.environment, JSON.stringify(touchpoints), writtenAt.toISOString()],
       );
@@ -179,8 +171,8 @@ export function createTouchpointRepository(db: Database) {
       return db.transaction(async (tx) => {
         const tenantParams = [tenant.clientId, tenant.environment];
         const [written] = await tx.query<{ inserted: number; updated: number; earliest: string | null; keys: unknown[] | null }>(
-          `WITH ${writtenCte('$3', '$4')}, ${keyedCte('$4')}
-           SELECT counts.*, (${writtenEarliest('$4')})::text AS earliest, (SELECT json_agg(keyed) FROM keyed) AS keys FROM (${WRITTEN_COUNTS}) AS counts`,
+          `WITH ${writtenCte('$3', '$4')}, ${KEYED_CTE}
+           SELECT counts.*, (${WRITTEN_EARLIEST})::text AS earliest, (SELECT json_agg(keyed) FROM keyed) AS keys FROM (${WRITTEN_COUNTS}) AS counts`,
           [...tenantParams, JSON.stringify(touchpoints), at.toISOString()],
         );
         const [linked] = await tx.query<{ linked: number; keys: unknown[] | null }>(
@@ -189,8 +181,7 @@ export function createTouchpointRepository(db: Database) {
           [...tenantParams, linksJson, at.toISOString()],
         );
         await tx.query(
-          `WITH noted_keys AS (${noteChangedKeysSql(KEYS_OF_JSON)})
-           ${noteAttributionChangeSql('SELECT $4::timestamptz FROM (SELECT count(*) FROM noted_keys) AS after_keys')}`,
+          `WITH ${noteChangeCtes(KEYS_OF_JSON, 'SELECT $4::timestamptz')} SELECT`,
           [...tenantParams, JSON.stringify([...(written!.keys ?? []), ...(linked!.keys ?? [])]), written!.earliest],
         );
         return { inserted: written!.inserted, updated: written!.updated, linked: linked!.linked };
