@@ -39,7 +39,7 @@ import { createTouchpointRepository } from '../src/touchpoints/repository.js';
 import { ADS_PER_CAMPAIGN, CAMPAIGN_COUNT, PAID_CAMPAIGNS, SOURCE_PLATFORMS, campaignPlatform, generateTouchpoints, generateVisit, random } from './generate.js';
 import { BATCH_SIZE, CONNECTIONS, batchesWithIds, runPhase, type PhaseResult } from './load.js';
 import { ORDER_CUSTOMER_FACTOR, insertOrders } from './seed.js';
-import { anotherStore, benchEachStore, startServer, type RunningServer, type Store } from './server.js';
+import { anotherStore, benchEachStore, postgresCpuSeconds, startServer, type RunningServer, type Store } from './server.js';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 15);
 const INGESTION_ONLY = Boolean(process.env.BENCH_ATTRIBUTION_INGESTION_ONLY);
@@ -94,19 +94,30 @@ const ingestionRow = (part: string, result: PhaseResult, target: string): Row =>
   target,
 ];
 
+/** `phase` run, with the CPU time per touchpoint of the server (when there is one), of PostgreSQL (when it runs on this machine) and of this process. */
+async function measuredPhase(name: string, phase: () => Promise<PhaseResult>, server?: RunningServer): Promise<PhaseResult> {
+  const before = { server: server?.cpuSeconds() ?? 0, postgres: postgresCpuSeconds(), bench: process.cpuUsage() };
+  const result = await phase();
+  const touchpoints = result.batches * BATCH_SIZE;
+  const perTouchpoint = (seconds: number) => `${((seconds * 1e6) / touchpoints).toFixed(1)} µs`;
+  const bench = process.cpuUsage(before.bench);
+  console.log(
+    `ingestion, ${name}: CPU a touchpoint: ${server ? `server ${perTouchpoint(server.cpuSeconds() - before.server)}, ` : ''}` +
+      `PostgreSQL ${perTouchpoint(postgresCpuSeconds() - before.postgres)}, this process ${perTouchpoint((bench.user + bench.system) / 1e6)}`,
+  );
+  return result;
+}
+
 async function ingestion(store: Store): Promise<Row[]> {
   const server = await startServer(store);
   let http: PhaseResult;
   try {
-    http = await runPhase(
-      async (body) => {
-        const response = await fetch(`${server.url}/v1/touchpoints`, { method: 'POST', headers: server.headers, body });
-        const text = await response.text();
-        if (response.status !== 201) throw new Error(`touchpoint batch failed with ${response.status}: ${text.slice(0, 500)}`);
-      },
-      batchesWithIds('h', touchpointBodies),
-      SECONDS,
-    );
+    const post = async (body: string) => {
+      const response = await fetch(`${server.url}/v1/touchpoints`, { method: 'POST', headers: server.headers, body });
+      const text = await response.text();
+      if (response.status !== 201) throw new Error(`touchpoint batch failed with ${response.status}: ${text.slice(0, 500)}`);
+    };
+    http = await measuredPhase('HTTP', () => runPhase(post, batchesWithIds('h', touchpointBodies), SECONDS), server);
     console.log(`ingestion: server peak RSS ${server.peakRssMb() ?? '?'} MB`);
   } finally {
     await server.stop();
@@ -115,7 +126,8 @@ async function ingestion(store: Store): Promise<Row[]> {
   try {
     const touchpoints = createTouchpointRepository(db);
     const tenant = tenantOf(server);
-    const direct = await runPhase(async (body) => void (await touchpoints.upsert(tenant, JSON.parse(body), new Date())), batchesWithIds('d', derivedBodies), SECONDS);
+    const upsert = async (body: string) => void (await touchpoints.upsert(tenant, JSON.parse(body), new Date()));
+    const direct = await measuredPhase('data layer', () => runPhase(upsert, batchesWithIds('d', derivedBodies), SECONDS));
     const share = Math.round((100 * http.batches) / http.seconds / (direct.batches / direct.seconds));
     console.log(`ingestion: HTTP is ${share}% of the data layer; ${(Buffer.byteLength(touchpointBodies[0]!) / BATCH_SIZE).toFixed(0)} bytes a touchpoint`);
     return [ingestionRow('touchpoints over HTTP', http, '≥ 50,000/s'), ingestionRow('touchpoints, data layer (ceiling)', direct, '')];

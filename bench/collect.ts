@@ -15,7 +15,6 @@
  *   npm run bench:collect                     # both stores; PostgreSQL from DATABASE_URL
  *   BENCH_SECONDS=30 BENCH_CONNECTIONS=16 npm run bench:collect
  */
-import fs from 'node:fs';
 import http from 'node:http';
 import type { Tenant } from '../src/auth/tenant.js';
 import { deriveVisits, ingest, type Link, type Visit } from '../src/collect/ingest.js';
@@ -70,16 +69,6 @@ function stored(body: string): { visits: Visit[]; links: Link[] } {
 
 const rate = ([perRequest, result]: [number, PhaseResult]) => (result.batches * perRequest) / result.seconds;
 
-/** CPU seconds a process has used (user and system; Linux), or NaN. */
-function cpuSeconds(pid: number): number {
-  try {
-    const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-    return (Number(fields[11]) + Number(fields[12])) / 100; // utime and stime, in ticks of 1/100 s (CLK_TCK)
-  } catch {
-    return NaN;
-  }
-}
-
 interface HttpPhase {
   phase: [number, PhaseResult];
   /** The server's CPU seconds during the phase. */
@@ -129,9 +118,9 @@ async function benchStore(store: Store): Promise<string[][]> {
         const requests = bodies(clientId, perRequest, `h${perRequest}-`);
         const largest = Math.max(...Array.from({ length: TEMPLATES }, (_, n) => Buffer.byteLength(requests(n))));
         if (largest > COLLECT_BODY_LIMIT_BYTES) throw new Error(`a request of ${perRequest} events is ${largest} bytes: over the collector's limit`);
-        const cpuBefore = cpuSeconds(server.process.pid!);
+        const cpuBefore = server.cpuSeconds();
         const result = await runPhase(beacon, requests, SECONDS, SENDERS);
-        overHttp.push({ phase: [perRequest, result], cpu: cpuSeconds(server.process.pid!) - cpuBefore });
+        overHttp.push({ phase: [perRequest, result], cpu: server.cpuSeconds() - cpuBefore });
       }
     } finally {
       agent.destroy();

@@ -128,6 +128,8 @@ export interface RunningServer {
   peakRssMb(): number | undefined;
   /** Resident memory of the server now, in MB, counted the same way. */
   rssMb(): number | undefined;
+  /** CPU seconds the server has used so far, its cluster workers' included (NaN but on Linux). */
+  cpuSeconds(): number;
   stop(): Promise<void>;
 }
 
@@ -196,12 +198,47 @@ export async function startServer(store: Store, extraEnv: NodeJS.ProcessEnv = {}
     headers: { authorization: client.api_key, 'data-client-id': client.client_id, 'content-type': 'application/json' },
     peakRssMb: () => memoryMb(child.pid!, 'VmHWM'),
     rssMb: () => memoryMb(child.pid!, 'VmRSS'),
+    cpuSeconds: () => cpuSeconds(child.pid!),
     stop: () =>
       new Promise((resolve) => {
         child.once('exit', () => resolve());
         child.kill('SIGTERM');
       }),
   };
+}
+
+/** Clock ticks a second of /proc/<pid>/stat's times: USER_HZ, 100 on every Linux architecture Node runs on. */
+const TICKS_PER_SECOND = 100;
+
+/** A process's command and CPU seconds (user and system) so far, from /proc (Linux); undefined when it is gone or there is no /proc. */
+function processCpu(pid: number): { command: string; seconds: number } | undefined {
+  let stat: string;
+  try {
+    stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+  } catch {
+    return undefined;
+  }
+  const [utime, stime] = stat.slice(stat.lastIndexOf(')') + 2).split(' ').slice(11, 13).map(Number);
+  return { command: stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')), seconds: (utime! + stime!) / TICKS_PER_SECOND };
+}
+
+/** CPU seconds used so far by a process and its children (cluster workers): NaN but on Linux. */
+function cpuSeconds(pid: number): number {
+  const children = (() => {
+    try {
+      return fs.readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').split(' ').filter(Boolean).map(Number);
+    } catch {
+      return [];
+    }
+  })();
+  return [pid, ...children].reduce((sum, each) => sum + (processCpu(each)?.seconds ?? NaN), 0);
+}
+
+/** CPU seconds used so far by the PostgreSQL server of this machine, every process of it: 0 when it runs elsewhere, NaN but on Linux. */
+export function postgresCpuSeconds(): number {
+  if (!fs.existsSync('/proc')) return NaN;
+  const pids = fs.readdirSync('/proc').filter((name) => /^\d+$/.test(name));
+  return pids.map((pid) => processCpu(Number(pid))).reduce((sum, each) => sum + (each?.command === 'postgres' ? each.seconds : 0), 0);
 }
 
 /** A /proc/<pid>/status memory figure of a process and its children (cluster workers), in MB. */
