@@ -37,7 +37,9 @@ export type DeletedRows = Record<ClientTable, number>;
  * Deletes a client: every row of it in both environments, and every export file. Its API keys
  * go first (its requests are refused from then on), then each table in batches of `batchRows`,
  * then the client itself, whose foreign keys cascade to whatever arrived meanwhile (events of
- * the public collector): a few rows, not the client's whole history in one transaction.
+ * the public collector): a few rows, not the client's whole history in one transaction. Touchpoints
+ * have no such key (migration 0025): those that arrived meanwhile go in the client's transaction,
+ * after its row, whose deletion waited for every write of them holding the row's lock.
  * Interrupted, it is simply run again. Undefined when there is no such client.
  */
 export function createClientDeletion(db: Database, { exportsDir, batchRows = CLIENT_DELETION_BATCH_ROWS }: { exportsDir: string; batchRows?: number }) {
@@ -77,8 +79,11 @@ export function createClientDeletion(db: Database, { exportsDir, batchRows = CLI
         if (table === 'api_keys') continue;
         counts[table] = await deleteInBatches(table, clientId, table === 'exports' ? removeExportFiles : undefined);
       }
-      const client = await db.query('DELETE FROM clients WHERE client_id = $1 RETURNING 1', [clientId]);
-      counts.clients = client.length;
+      counts.clients = await db.transaction(async (tx) => {
+        const client = await tx.query('DELETE FROM clients WHERE client_id = $1 RETURNING 1', [clientId]);
+        await tx.query('DELETE FROM touchpoints WHERE client_id = $1', [clientId]);
+        return client.length;
+      });
       return counts;
     },
   };
