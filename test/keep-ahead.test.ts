@@ -78,6 +78,12 @@ const changesNoted = async (client: TestClient) =>
     )
   )[0]!.n;
 
+/** The touchpoints of an order's kept path, by id ('': the order's own row). */
+const keptPath = async (client: TestClient, orderId: string) =>
+  (await service.db.query<{ touchpoint_id: string }>('SELECT touchpoint_id FROM attribution_paths WHERE client_id = $1 AND order_id = $2 ORDER BY touchpoint_id', [client.client_id, orderId])).map(
+    (row) => row.touchpoint_id,
+  );
+
 const due = async (at: Date) => (await service.db.query<{ client_id: string }>(DUE_AHEAD, [at.toISOString()])).map((row) => row.client_id);
 
 const report = async (client: TestClient, model: string, window = String(KEPT_AHEAD.window), days = lastDays, mode: string = KEPT_AHEAD.accountingMode) => {
@@ -321,7 +327,7 @@ test('the keeper keeps them ahead in the background, and computes every model ag
   assert.deepEqual(await report(other, 'position_based'), fromKept);
 });
 
-test("after a report took a late write's change, the keeper computes again what it made stale: the other models' days, and their paths", async () => {
+test("after a report took a late write's change, the keeper computes again what it made stale: the other models' days; the paths of the customer's order are found again at once", async () => {
   const client = await clientWithData('a report first');
   await keepAhead(service.db, tenantOf(client), ZONE, { days: DAYS, now });
   const kept = [...aheadTotals, 'paths', 'visits'];
@@ -330,11 +336,12 @@ test("after a report took a late write's change, the keeper computes again what 
   await call(client, 'POST', '/v1/touchpoints', { data: [{ touchpoint_id: 'late', occurred_at: noonBefore(5), customer_id: 'c2', platform_name: 'google', campaign_id: 'search' }] });
   const changed = addDays(today, -1);
   const reached = (totals: string, day: string) => (totals === 'visits' ? day === addDays(today, -5) : day >= changed);
-  await report(client, 'linear');
+  const afterLate = await report(client, 'linear');
   assert.equal(await changesNoted(client), 0, 'the report took the change');
   const untouched = lastDays.filter((day) => day < changed);
   assert.deepEqual([...(await keptDays(client, 'first_touch/30/cash')).keys()], untouched, "another model's changed days are stale");
-  assert.deepEqual([...(await keptDays(client, 'paths')).keys()], untouched, 'so are their paths');
+  assert.deepEqual(await keptDays(client, 'paths'), before[kept.indexOf('paths')], 'the paths stay kept');
+  assert.deepEqual(await keptPath(client, 'o2'), ['', 'late', 't4'], "o2's kept path holds the late touchpoint");
 
   const keeper = startKeptTotalsKeeper({ db: service.db, intervalMs: 20, keepersDays: DAYS });
   const staleDays = async () => (await service.db.query('SELECT FROM attribution_days WHERE client_id = $1 AND stale', [client.client_id])).length;
@@ -347,13 +354,17 @@ test("after a report took a late write's change, the keeper computes again what 
     const after = await keptDays(client, totals);
     assert.deepEqual([...after.keys()], lastDays, `${totals}: every day kept`);
     for (const [day, writer] of after) {
-      if (!reached(totals, day)) assert.equal(writer, before[n]!.get(day), `${totals} ${day} kept`);
+      if (!reached(totals, day) || totals === 'paths') assert.equal(writer, before[n]!.get(day), `${totals} ${day} kept`);
       else if (totals !== 'linear/30/cash') assert.notEqual(writer, before[n]!.get(day), `${totals} ${day} computed again`);
     }
   }
   const fromKept = await report(client, 'first_touch', '7');
   await wipeKeptTotals(client);
   assert.deepEqual(await report(client, 'first_touch', '7'), fromKept);
+  // The report that found o2's path again read the days credited from it as a client sent everything at once reads them.
+  const inOrder = await clientWithData('the late touchpoint with the rest');
+  await call(inOrder, 'POST', '/v1/touchpoints', { data: [{ touchpoint_id: 'late', occurred_at: noonBefore(5), customer_id: 'c2', platform_name: 'google', campaign_id: 'search' }] });
+  assert.deepEqual(await report(inOrder, 'linear'), afterLate);
 });
 
 test("keeping ahead computes again the other cash days a write changed, drops those before the keeper's days, and starts over in a new zone", async () => {

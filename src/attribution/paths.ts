@@ -11,7 +11,7 @@ import { DAY_MS, UNLIMITED, WINDOWS, windowDaysSql, type AttributionWindow } fro
  * are two ways to find them, giving the same candidates (test/attribution-paths.test.ts compares
  * them):
  *
- * - for one order (its explanation), from the order by indexes (0010's and 0011's): touchpoints
+ * - for one order (its explanation) or a few, from the order by indexes (0010's and 0011's): touchpoints
  *   by customer and time; the customer's visitors by direct link, and by order link through the
  *   customer's orders; their touchpoints by visitor and time;
  * - for the orders of a period (exports), from the touchpoints of the period: each is read once,
@@ -34,11 +34,11 @@ export interface PathsSpec {
   clientId: string;
   environment: string;
   /**
-   * The orders whose paths are wanted, as SQL: one by its id, those purchased in [from, before)
-   * (`byIndex`: few of them, each found from its customer), or those of the local days
-   * [keptFrom, keptBefore) (dates), read from their kept paths.
+   * The orders whose paths are wanted, as SQL: one by its id, a few by theirs (a text[]), those
+   * purchased in [from, before) (`byIndex`: few of them, each found from its customer), or those
+   * of the local days [keptFrom, keptBefore) (dates), read from their kept paths.
    */
-  orders: { orderId: string } | Purchased | { keptFrom: string; keptBefore: string };
+  orders: { orderId: string } | { orderIds: string } | Purchased | { keptFrom: string; keptBefore: string };
   /** The windows of the paths: each order has a path per window. */
   windows: readonly AttributionWindow[];
 }
@@ -82,8 +82,11 @@ export function pathsSql({ clientId, environment, orders, windows }: PathsSpec):
     return keptPaths(tenantOf, orders, Math.max(...(windows as number[])), notBefore, eachWindow);
   }
   const within = (touchpoint: string) => [...notBefore(`${touchpoint}.occurred_at`, 'p.time_of_purchase'), `${touchpoint}.occurred_at <= p.time_of_purchase`].join(' AND ');
-  const selected = 'orderId' in orders ? `o.order_id = ${orders.orderId}` : `o.time_of_purchase >= ${orders.purchasedFrom} AND o.time_of_purchase < ${orders.purchasedBefore}`;
-  const purchaseTouchpoints = 'orderId' in orders || orders.byIndex ? touchpointsByIndex(tenantOf, within) : touchpointsOfPeriod(tenantOf, within, orders, notBefore);
+  const selected =
+    'orderId' in orders ? `o.order_id = ${orders.orderId}`
+    : 'orderIds' in orders ? `o.order_id = ANY (${orders.orderIds})`
+    : `o.time_of_purchase >= ${orders.purchasedFrom} AND o.time_of_purchase < ${orders.purchasedBefore}`;
+  const purchaseTouchpoints = !('purchasedFrom' in orders) || orders.byIndex ? touchpointsByIndex(tenantOf, within) : touchpointsOfPeriod(tenantOf, within, orders, notBefore);
   return `
     purchases AS (
       SELECT o.order_id, o.customer_id, o.time_of_purchase, o.purchase_total, o.currency,
