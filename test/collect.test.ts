@@ -303,8 +303,9 @@ describe('POST /v1/collect under concurrency', () => {
     const statements = { lookups: 0, upserts: 0 };
     const counting: Database = Object.assign(Object.create(service.db) as Database, {
       query: <R>(text: string, params?: readonly unknown[]) => {
-        if (text.includes('FROM clients')) statements.lookups++;
+        // The upsert locks its client row (src/touchpoints/repository.ts): a lookup is any other statement reading clients.
         if (text.includes('INSERT INTO touchpoints')) statements.upserts++;
+        else if (text.includes('FROM clients')) statements.lookups++;
         return service.db.query<R>(text, params);
       },
     });
