@@ -2,13 +2,13 @@ import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { after, test } from 'node:test';
 import { LATE_TOUCHPOINTS_KEYED } from '../src/attribution/changes.js';
-import type { Tenant } from '../src/auth/tenant.js';
 import { keepMissingPaths, markChangedDaysStale } from '../src/exports/daily-totals.js';
 import { inRowsTransaction } from '../src/exports/rows.js';
 import { deriveTouchpoint, type DerivedTouchpoint, type TouchpointInput } from '../src/touchpoints/derive.js';
 import { createTouchpointRepository } from '../src/touchpoints/repository.js';
 import { holdOnDistinctSlots, waitingForALock } from './held-transactions.js';
-import { ADMIN_TOKEN, citusUrl, minimalOrder, startService, type TestApp, type TestClient, type TestService } from './helpers.js';
+import { citusUrl, startService, type TestClient, type TestService } from './helpers.js';
+import { keptAndFresh, order, query, randomWrites, tenantOf, tp, type Answer, type Env, type Pair, type Query, type Who } from './kept-and-fresh.js';
 
 /*
  * Late touchpoints and identity links noted by key (migration 0024, src/attribution/changes.ts),
@@ -23,73 +23,8 @@ after(() => service.close());
 /** The tests that hold transactions open on connections of their own: PostgreSQL only (PGlite has one connection; Citus's locks are on its workers). */
 const concurrencySkip = service.db.kind !== 'postgres' || citusUrl !== undefined;
 
-type Env = 'production' | 'uat';
-interface Pair {
-  kept: TestClient;
-  fresh: TestClient;
-  zone: string;
-  env: Env;
-}
-type Query = Record<string, string>;
-type Answer = { rows: Record<string, unknown>[]; totals: Record<string, number | null> };
+const { call, pairIn, send, sendTouchpoints, sendLinks, sendOrders, patchOrders, sendRandomWrite, report, assertKeptEqualsFresh } = keptAndFresh(service);
 
-const appOf = (env: Env, on: TestService = service): TestApp => (env === 'production' ? on.production : on.uat);
-
-async function call(client: TestClient, method: 'POST' | 'PATCH' | 'GET', url: string, payload?: unknown, env: Env = 'production', on: TestService = service) {
-  const response = await appOf(env, on).inject({ method, url, headers: client.headers, ...(payload === undefined ? {} : { payload: payload as object }) });
-  assert.ok(response.statusCode < 300, `${env} ${method} ${url}: ${response.body}`);
-  return response;
-}
-
-async function pairIn(name: string, zone = 'UTC', env: Env = 'production', on: TestService = service): Promise<Pair> {
-  const pair = { kept: await on.createClient(`${name}, kept`), fresh: await on.createClient(`${name}, afresh`), zone, env };
-  if (zone !== 'UTC') {
-    for (const client of [pair.kept, pair.fresh]) {
-      const response = await on.production.inject({ method: 'PATCH', url: `/admin/v1/clients/${client.client_id}`, headers: { authorization: `Bearer ${ADMIN_TOKEN}` }, payload: { time_zone: zone } });
-      assert.equal(response.statusCode, 200, response.body);
-    }
-  }
-  return pair;
-}
-
-/** Sends the same write to both clients of the pair. */
-async function send(pair: Pair, method: 'POST' | 'PATCH', url: string, payload: unknown, on: TestService = service) {
-  for (const client of [pair.kept, pair.fresh]) await call(client, method, url, payload, pair.env, on);
-}
-const sendTouchpoints = (pair: Pair, data: unknown[], on?: TestService) => send(pair, 'POST', '/v1/touchpoints', { data }, on);
-const sendLinks = (pair: Pair, data: unknown[], on?: TestService) => send(pair, 'POST', '/v1/identities', { data }, on);
-const sendOrders = (pair: Pair, orders: unknown[], on?: TestService) => send(pair, 'POST', '/v2/orders', orders, on);
-const patchOrders = (pair: Pair, patches: unknown[], on?: TestService) => send(pair, 'PATCH', '/v2/orders', patches, on);
-
-interface Who {
-  visitor?: string;
-  customer?: string;
-}
-/** A touchpoint of a campaign of meta (a view when `type` says so). */
-const tp = (touchpoint_id: string, occurred_at: string, who: Who, campaign = 'base', type: 'visit' | 'view' = 'visit') => ({
-  touchpoint_id,
-  occurred_at,
-  type,
-  ...(who.visitor ? { visitor_id: who.visitor } : {}),
-  ...(who.customer ? { customer_id: who.customer } : {}),
-  platform_name: 'meta',
-  campaign_id: campaign,
-  ad_id: `${campaign}-ad`,
-});
-const order = (order_id: string, customer_id: string, time_of_purchase: string, total: number) =>
-  minimalOrder(order_id, { customer_id, time_of_purchase, currency: 'USD', purchase_total: total, products: [{ id: 'p', name: 'P', quantity: 1, price: total }] });
-
-const METRICS = 'rev,txns,revFt,txnsFt,visits,newVisits';
-const query = (start_date: string, end_date: string, model: string, window: number, mode: 'cash' | 'accrual', granularity = 'DAILY', level = 'campaign'): Query => ({
-  start_date,
-  end_date,
-  granularity,
-  level,
-  metrics: METRICS,
-  model,
-  window: String(window),
-  mode,
-});
 /** Models, windows and modes over a period: the cash and accrual days of short and long windows, views' model among them. */
 const queriesOver = (start: string, end: string): Query[] => [
   query(start, end, 'linear', 7, 'cash'),
@@ -99,28 +34,6 @@ const queriesOver = (start: string, end: string): Query[] => [
 ];
 const MARCH = queriesOver('2024-03-01', '2024-03-20');
 
-const report = async (client: TestClient, q: Query, env: Env = 'production', on: TestService = service) =>
-  (await call(client, 'GET', `/v1/reports/performance?${new URLSearchParams(q)}`, undefined, env, on)).json() as Answer;
-
-const KEPT_TABLES = ['attribution_credit_days', 'attribution_visit_days', 'attribution_paths', 'attribution_days', 'attribution_totals_kept', 'attribution_changes', 'attribution_change_keys'];
-async function wipeKeptTotals(client: TestClient, on: TestService = service) {
-  for (const table of KEPT_TABLES) await on.db.query(`DELETE FROM ${table} WHERE client_id = $1`, [client.client_id]);
-}
-
-/** Each query answers the same from the kept client's kept totals as afresh; the kept client's answers. */
-async function assertKeptEqualsFresh(pair: Pair, queries: readonly Query[], step: string, on: TestService = service): Promise<Answer[]> {
-  const answers: Answer[] = [];
-  for (const q of queries) {
-    const fromKept = await report(pair.kept, q, pair.env, on);
-    await wipeKeptTotals(pair.fresh, on);
-    const afresh = await report(pair.fresh, q, pair.env, on);
-    assert.deepEqual(fromKept, afresh, `${step}: ${JSON.stringify(q)}`);
-    answers.push(fromKept);
-  }
-  return answers;
-}
-
-const tenantOf = (client: TestClient, env: Env = 'production'): Tenant => ({ clientId: client.client_id, environment: env, dryRun: false });
 const keysNoted = async (client: TestClient, on: TestService = service) =>
   on.db.query<{ visitor_id: string; customer_id: string; linked: number }>(
     'SELECT visitor_id, customer_id, linked FROM attribution_change_keys WHERE client_id = $1 ORDER BY visitor_id, customer_id',
@@ -434,30 +347,20 @@ test("a new link committed while a report takes the keys, after its statement's 
 
 // Random writes of every kind, reports between some of them (so that several writes' keys are
 // resolved together), each report compared with one computed afresh.
-const hour = fc.integer({ min: 0, max: 16 * 24 - 1 }).map((hours) => new Date(Date.UTC(2024, 1, 26) + hours * 3_600_000).toISOString());
-const pick = (prefix: string, count: number) => fc.integer({ min: 1, max: count }).map((n) => `${prefix}${n}`);
-const touchpointItem = fc
-  .record({
-    id: pick('t', 30),
-    at: hour,
-    who: fc.oneof(
-      pick('v', 2).map((visitor): Who => ({ visitor })),
-      pick('c', 3).map((customer): Who => ({ customer })),
-      fc.tuple(pick('v', 2), pick('c', 3)).map(([visitor, customer]): Who => ({ visitor, customer })),
-    ),
-    campaign: pick('cmp', 3),
-    type: fc.constantFrom<'visit' | 'view'>('visit', 'visit', 'view'),
-  })
-  .map((item) => tp(item.id, item.at, item.who, item.campaign, item.type));
+const writes = randomWrites({ days: 16, visitors: 2, orders: 4 });
 const step = fc.oneof(
-  { arbitrary: fc.record({ kind: fc.constant('touchpoints' as const), items: fc.array(touchpointItem, { minLength: 1, maxLength: 3 }) }), weight: 4 },
-  { arbitrary: fc.record({ kind: fc.constant('backfill' as const), items: fc.array(touchpointItem, { minLength: 1, maxLength: 2 }) }), weight: 1 },
+  { arbitrary: writes.touchpoints, weight: 4 },
+  { arbitrary: fc.record({ kind: fc.constant('backfill' as const), items: fc.array(writes.touchpointItem, { minLength: 1, maxLength: 2 }) }), weight: 1 },
+  { arbitrary: writes.link, weight: 2 },
+  { arbitrary: writes.orders, weight: 2 },
   {
-    arbitrary: fc.record({ kind: fc.constant('link' as const), visitor: pick('v', 3), to: fc.oneof(pick('c', 3).map((customer_id) => ({ customer_id })), pick('o', 4).map((order_id) => ({ order_id }))) }),
-    weight: 2,
+    arbitrary: fc.record({
+      kind: fc.constant('patch' as const),
+      id: writes.pick('o', 4),
+      change: fc.oneof(writes.hour.map((time_of_purchase) => ({ time_of_purchase })), writes.pick('c', 3).map((customer_id) => ({ customer_id }))),
+    }),
+    weight: 1,
   },
-  { arbitrary: fc.record({ kind: fc.constant('orders' as const), items: fc.array(fc.record({ id: pick('o', 4), customer: pick('c', 3), at: hour, total: fc.integer({ min: 1, max: 300 }) }), { minLength: 1, maxLength: 2 }) }), weight: 2 },
-  { arbitrary: fc.record({ kind: fc.constant('patch' as const), id: pick('o', 4), change: fc.oneof(hour.map((time_of_purchase) => ({ time_of_purchase })), pick('c', 3).map((customer_id) => ({ customer_id }))) }), weight: 1 },
   { arbitrary: fc.constant({ kind: 'report' as const }), weight: 2 },
 );
 type Step = typeof step extends fc.Arbitrary<infer T> ? T : never;
@@ -481,12 +384,8 @@ async function runSteps(steps: readonly Step[], run: number): Promise<void> {
       const items = [...new Map(s.items.map((item) => [item.touchpoint_id, item])).values()];
       const padding = s.kind === 'backfill' ? Array.from({ length: LATE_TOUCHPOINTS_KEYED }, () => tp(`pad-${++padded}`, items[0]!.occurred_at, { visitor: 'nobody' }, 'pad', 'view')) : [];
       await sendTouchpoints(pair, [...items, ...padding]);
-    } else if (s.kind === 'link') {
-      await sendLinks(pair, [{ visitor_id: s.visitor, ...s.to }]);
-    } else if (s.kind === 'orders') {
-      const items = [...new Map(s.items.map((item) => [item.id, item])).values()];
-      await sendOrders(pair, items.map((item) => order(item.id, item.customer, item.at, item.total)));
-      for (const item of items) orders.add(item.id);
+    } else if (s.kind === 'link' || s.kind === 'orders') {
+      await sendRandomWrite(pair, s, orders);
     } else if (s.kind === 'patch') {
       if (orders.has(s.id)) await patchOrders(pair, [{ order_id: s.id, ...s.change }]);
     } else {

@@ -2,12 +2,12 @@ import assert from 'node:assert/strict';
 import { after, test } from 'node:test';
 import { isDeepStrictEqual } from 'node:util';
 import fc from 'fast-check';
-import type { Tenant } from '../src/auth/tenant.js';
 import { keepMissingPaths, markChangedDaysStale } from '../src/exports/daily-totals.js';
 import { keepAhead, refreshKeptTotals } from '../src/exports/keeper.js';
 import { inRowsTransaction } from '../src/exports/rows.js';
 import { holdOnDistinctSlots, waitingForALock } from './held-transactions.js';
-import { ADMIN_TOKEN, citusUrl, minimalOrder, startService, type TestClient } from './helpers.js';
+import { citusUrl, startService, type TestClient } from './helpers.js';
+import { keptAndFresh, order, query, randomWrites, tenantOf, tp, type Answer, type Pair, type Query } from './kept-and-fresh.js';
 
 /*
  * A late touchpoint noted by key has the kept paths of its customer's orders found again
@@ -23,71 +23,8 @@ after(() => service.close());
 /** The tests that hold transactions open on connections of their own: PostgreSQL only (PGlite has one connection; Citus's locks are on its workers). */
 const concurrencySkip = service.db.kind !== 'postgres' || citusUrl !== undefined;
 
-interface Pair {
-  kept: TestClient;
-  fresh: TestClient;
-  zone: string;
-}
-type Query = Record<string, string>;
-type Answer = { rows: Record<string, unknown>[]; totals: Record<string, number | null> };
+const { call, pairIn, sendTouchpoints, sendLinks, sendOrders, patchOrders, sendRandomWrite, report, wipeKeptTotals, assertKeptEqualsFresh } = keptAndFresh(service);
 
-async function call(client: TestClient, method: 'POST' | 'PATCH' | 'GET', url: string, payload?: unknown) {
-  const response = await service.production.inject({ method, url, headers: client.headers, ...(payload === undefined ? {} : { payload: payload as object }) });
-  assert.ok(response.statusCode < 300, `${method} ${url}: ${response.body}`);
-  return response;
-}
-
-async function pairIn(name: string, zone = 'UTC'): Promise<Pair> {
-  const pair = { kept: await service.createClient(`${name}, kept`), fresh: await service.createClient(`${name}, afresh`), zone };
-  if (zone !== 'UTC') {
-    for (const client of [pair.kept, pair.fresh]) {
-      const response = await service.production.inject({
-        method: 'PATCH',
-        url: `/admin/v1/clients/${client.client_id}`,
-        headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
-        payload: { time_zone: zone },
-      });
-      assert.equal(response.statusCode, 200, response.body);
-    }
-  }
-  return pair;
-}
-
-async function send(pair: Pair, method: 'POST' | 'PATCH', url: string, payload: unknown) {
-  for (const client of [pair.kept, pair.fresh]) await call(client, method, url, payload);
-}
-const sendTouchpoints = (pair: Pair, data: unknown[]) => send(pair, 'POST', '/v1/touchpoints', { data });
-const sendLinks = (pair: Pair, data: unknown[]) => send(pair, 'POST', '/v1/identities', { data });
-const sendOrders = (pair: Pair, orders: unknown[]) => send(pair, 'POST', '/v2/orders', orders);
-
-interface Who {
-  visitor?: string;
-  customer?: string;
-}
-const tp = (touchpoint_id: string, occurred_at: string, who: Who, campaign = 'base', type: 'visit' | 'view' = 'visit') => ({
-  touchpoint_id,
-  occurred_at,
-  type,
-  ...(who.visitor ? { visitor_id: who.visitor } : {}),
-  ...(who.customer ? { customer_id: who.customer } : {}),
-  platform_name: 'meta',
-  campaign_id: campaign,
-  ad_id: `${campaign}-ad`,
-});
-const order = (order_id: string, customer_id: string, time_of_purchase: string, total: number) =>
-  minimalOrder(order_id, { customer_id, time_of_purchase, currency: 'USD', purchase_total: total, products: [{ id: 'p', name: 'P', quantity: 1, price: total }] });
-
-const METRICS = 'rev,txns,revFt,txnsFt,visits,newVisits';
-const query = (start_date: string, end_date: string, model: string, window: number, mode: 'cash' | 'accrual', granularity = 'DAILY', level = 'campaign'): Query => ({
-  start_date,
-  end_date,
-  granularity,
-  level,
-  metrics: METRICS,
-  model,
-  window: String(window),
-  mode,
-});
 /** Models, windows and modes over a period: cash and accrual, short and long windows, views' model. */
 const queriesOver = (start: string, end: string): Query[] => [
   query(start, end, 'linear', 7, 'cash'),
@@ -95,27 +32,6 @@ const queriesOver = (start: string, end: string): Query[] => [
   query(start, end, 'first_touch', 30, 'accrual'),
   query(start, end, 'position_based', 14, 'accrual', 'WEEKLY'),
 ];
-
-const report = async (client: TestClient, q: Query) => (await call(client, 'GET', `/v1/reports/performance?${new URLSearchParams(q)}`)).json() as Answer;
-
-const KEPT_TABLES = ['attribution_credit_days', 'attribution_visit_days', 'attribution_paths', 'attribution_days', 'attribution_totals_kept', 'attribution_changes', 'attribution_change_keys'];
-async function wipeKeptTotals(client: TestClient) {
-  for (const table of KEPT_TABLES) await service.db.query(`DELETE FROM ${table} WHERE client_id = $1`, [client.client_id]);
-}
-
-async function assertKeptEqualsFresh(pair: Pair, queries: readonly Query[], step: string): Promise<Answer[]> {
-  const answers: Answer[] = [];
-  for (const q of queries) {
-    const fromKept = await report(pair.kept, q);
-    await wipeKeptTotals(pair.fresh);
-    const afresh = await report(pair.fresh, q);
-    assert.deepEqual(fromKept, afresh, `${step}: ${JSON.stringify(q)}`);
-    answers.push(fromKept);
-  }
-  return answers;
-}
-
-const tenantOf = (client: TestClient): Tenant => ({ clientId: client.client_id, environment: 'production', dryRun: false });
 
 /** Keeps the paths of the local days [from, to) of a client, as the keeper does (after taking the changes noted). */
 async function keepPaths(client: TestClient, zone: string, from: string, to: string) {
@@ -353,7 +269,7 @@ test('late touchpoints with an instant and links noted before the same report, t
   await sendTouchpoints(pair, [tp('g1-late', '2024-03-03T10:00:00Z', { customer: 'g1' }, 'late'), tp('u-late', '2024-03-09T10:00:00Z', { visitor: 'u' }, 'u-late')]);
   await sendLinks(pair, [{ visitor_id: 'u', customer_id: 'g1' }]);
   await sendOrders(pair, [order('s6', 'g3', '2024-03-15T12:00:00Z', 10)]);
-  await send(pair, 'PATCH', '/v2/orders', [{ order_id: 's4', time_of_purchase: '2024-03-17T12:00:00Z' }]); // g1's own order moved: an instant
+  await patchOrders(pair, [{ order_id: 's4', time_of_purchase: '2024-03-17T12:00:00Z' }]); // g1's own order moved: an instant
   await assertKeptEqualsFresh(pair, MARCH, 'late touchpoints, a new link, an order');
   await assertPathsAsFresh(pair, '2024-03-01', '2024-03-21', 'late touchpoints, a new link, an order');
   await sendLinks(pair, [{ visitor_id: 'k', customer_id: 'g1' }]);
@@ -462,29 +378,12 @@ test('an order moved while the report that finds its paths again marks days stal
 
 // Random writes (late touchpoints of customers and visitors, links, orders and their moves), the
 // paths kept again between some of them, reports between others: kept paths and reports as afresh.
-const hour = fc.integer({ min: 0, max: 22 * 24 - 1 }).map((hours) => new Date(Date.UTC(2024, 1, 26) + hours * 3_600_000 + 1_800_000).toISOString());
-const pick = (prefix: string, count: number) => fc.integer({ min: 1, max: count }).map((n) => `${prefix}${n}`);
-const touchpointItem = fc
-  .record({
-    id: pick('t', 30),
-    at: hour,
-    who: fc.oneof(
-      pick('v', 3).map((visitor): Who => ({ visitor })),
-      pick('c', 3).map((customer): Who => ({ customer })),
-      fc.tuple(pick('v', 3), pick('c', 3)).map(([visitor, customer]): Who => ({ visitor, customer })),
-    ),
-    campaign: pick('cmp', 3),
-    type: fc.constantFrom<'visit' | 'view'>('visit', 'visit', 'view'),
-  })
-  .map((item) => tp(item.id, item.at, item.who, item.campaign, item.type));
+const writes = randomWrites({ days: 22, visitors: 3, orders: 5, offsetMs: 1_800_000 });
 const step = fc.oneof(
-  { arbitrary: fc.record({ kind: fc.constant('touchpoints' as const), items: fc.array(touchpointItem, { minLength: 1, maxLength: 3 }) }), weight: 5 },
-  {
-    arbitrary: fc.record({ kind: fc.constant('link' as const), visitor: pick('v', 3), to: fc.oneof(pick('c', 3).map((customer_id) => ({ customer_id })), pick('o', 5).map((order_id) => ({ order_id }))) }),
-    weight: 1,
-  },
-  { arbitrary: fc.record({ kind: fc.constant('orders' as const), items: fc.array(fc.record({ id: pick('o', 5), customer: pick('c', 3), at: hour, total: fc.integer({ min: 1, max: 300 }) }), { minLength: 1, maxLength: 2 }) }), weight: 1 },
-  { arbitrary: fc.record({ kind: fc.constant('move' as const), id: pick('o', 5), at: hour }), weight: 1 },
+  { arbitrary: writes.touchpoints, weight: 5 },
+  { arbitrary: writes.link, weight: 1 },
+  { arbitrary: writes.orders, weight: 1 },
+  { arbitrary: fc.record({ kind: fc.constant('move' as const), id: writes.pick('o', 5), at: writes.hour }), weight: 1 },
   { arbitrary: fc.constant({ kind: 'keep' as const }), weight: 1 },
   { arbitrary: fc.constant({ kind: 'report' as const }), weight: 2 },
 );
@@ -505,14 +404,10 @@ async function runSteps(steps: readonly Step[], run: number): Promise<void> {
   for (const [n, s] of steps.entries()) {
     if (s.kind === 'touchpoints') {
       await sendTouchpoints(pair, [...new Map(s.items.map((item) => [item.touchpoint_id, item])).values()]);
-    } else if (s.kind === 'link') {
-      await sendLinks(pair, [{ visitor_id: s.visitor, ...s.to }]);
-    } else if (s.kind === 'orders') {
-      const items = [...new Map(s.items.map((item) => [item.id, item])).values()];
-      await sendOrders(pair, items.map((item) => order(item.id, item.customer, item.at, item.total)));
-      for (const item of items) orders.add(item.id);
+    } else if (s.kind === 'link' || s.kind === 'orders') {
+      await sendRandomWrite(pair, s, orders);
     } else if (s.kind === 'move') {
-      if (orders.has(s.id)) await send(pair, 'PATCH', '/v2/orders', [{ order_id: s.id, time_of_purchase: s.at }]);
+      if (orders.has(s.id)) await patchOrders(pair, [{ order_id: s.id, time_of_purchase: s.at }]);
     } else if (s.kind === 'keep') {
       await keepPaths(pair.kept, pair.zone, '2024-03-01', '2024-03-17');
       await assertPathsAsFresh(pair, '2024-03-01', '2024-03-17', label(n));
