@@ -80,6 +80,8 @@ export function createClientDeletion(db: Database, { exportsDir, batchRows = CLI
         counts[table] = await deleteInBatches(table, clientId, table === 'exports' ? removeExportFiles : undefined);
       }
       counts.clients = await db.transaction(async (tx) => {
+        // Its second statement must see what the writes the first waited for committed: a snapshot of its own.
+        await tx.query('SET TRANSACTION ISOLATION LEVEL READ COMMITTED');
         const client = await tx.query('DELETE FROM clients WHERE client_id = $1 RETURNING 1', [clientId]);
         await tx.query('DELETE FROM touchpoints WHERE client_id = $1', [clientId]);
         return client.length;

@@ -65,7 +65,7 @@ export type TouchpointRepository = ReturnType<typeof createTouchpointRepository>
  * the client row nothing is inserted; the client's deletion waits for the lock and removes what
  * was written before it (src/clients/deletion.ts).
  */
-const writtenCte = (json: string, at: string) => `client AS MATERIALIZED (SELECT FROM clients WHERE client_id = $1 FOR KEY SHARE),
+const writtenCte = (json: string, at: string) => `client AS MATERIALIZED (SELECT 1 FROM clients WHERE client_id = $1 FOR KEY SHARE),
 written AS (
   INSERT INTO touchpoints AS t (client_id, environment, ${NAMES}, created_at, updated_at)
   SELECT $1, $2, ${NAMES}, ${at}::timestamptz, ${at}::timestamptz
