@@ -83,7 +83,7 @@ export function markChangedDaysStale(db: Database, { tenant, timeZone }: Pick<Ke
     const keyed = await resolveChangedKeys(tx, tenant, keptZone, await takeChangedKeys(tx, tenant));
     // Before the instants are read: an order moved while its paths were found again has noted its
     // instant by then, and its days go stale below.
-    await patchKeptPaths(tx, tenant, keptZone, keyed.patched);
+    await patchKeptPaths(tx, tenant, keptZone, keyed.pathsPatched);
     const slots = await tx.query<{ slot: number; earliest: string }>(
       'SELECT slot, earliest::text AS earliest FROM attribution_changes WHERE client_id = $1 AND environment = $2 FOR UPDATE',
       tenantParams,
@@ -111,21 +111,14 @@ export function markChangedDaysStale(db: Database, { tenant, timeZone }: Pick<Ke
   });
 }
 
-/** Touchpoints of a customer noted by key, their first and last times: the kept paths they may change are found again (patchKeptPaths). */
-interface PatchedCustomer {
-  customer_id: string;
-  from_at: string;
-  latest: string;
-}
-
 /** What the keys taken may have changed: resolveChangedKeys. */
 export interface KeyedChange {
   /** The instant from which credits may have changed: null, none. */
   creditsFrom: string | null;
-  /** The instant from which kept paths may have changed, beyond those of `patched`: null, none. */
+  /** The instant from which kept paths may have changed, beyond those of `pathsPatched`: null, none. */
   pathsFrom: string | null;
-  /** The customers of touchpoints, whose orders' kept paths are found again rather than dropped. */
-  patched: PatchedCustomer[];
+  /** The orders whose kept paths touchpoints changed, and their local days: found again rather than dropped (patchKeptPaths). */
+  pathsPatched: { orderIds: string[]; days: string[] };
   /** The local days whose visits may have changed. */
   visitDays: string[];
 }
@@ -140,18 +133,24 @@ export interface KeyedChange {
  *   their customer (their own, or their visitor's link's) placed from the first of them on,
  *   within the longest kept window after the last. No customer, or no such order: none.
  * - Kept paths: those links', from the same instant; touchpoints change the paths of their
- *   customer's orders alone, which are found again (`patched`) rather than days of every order.
+ *   customer's orders alone (those their credits change from, up to the longest kept window after
+ *   the last of them), which are found again where their days' paths are kept and not stale (the
+ *   others are found again whole) rather than the days of every order dropped.
  * - Visits: the days of every visit of the touchpoints' visitor (or customer, for touchpoints
  *   without a visitor: whose first visit is a new visit) from the first of them on. They hold the
  *   touchpoints' own days, and the day of the visit that was the first before them, if it is no
  *   longer: whichever key of that visitor noted the new first, it is at or after that key's time.
  */
 export async function resolveChangedKeys(tx: Queryable, { clientId, environment }: Tenant, zone: string, keys: readonly ChangedKey[]): Promise<KeyedChange> {
-  if (keys.length === 0) return { creditsFrom: null, pathsFrom: null, patched: [], visitDays: [] };
+  if (keys.length === 0) return { creditsFrom: null, pathsFrom: null, pathsPatched: { orderIds: [], days: [] }, visitDays: [] };
   const tenantOf = (alias: string) => `${alias}.client_id = $1 AND ${alias}.environment = $2`;
+  /** The orders of a resolved key's customer its credits may change from: placed from its first time on (within the longest kept window after the last, for touchpoints). */
+  const ordersReached = (r: string) => `SELECT o.order_id, o.time_of_purchase FROM orders o
+     WHERE ${tenantOf('o')} AND o.customer_id = ${r}.path_customer_id AND o.time_of_purchase >= ${r}.from_at
+       AND (${r}.linked = ${LINKED.newToCustomer} OR o.time_of_purchase <= ${r}.latest + interval '${LONGEST_KEPT_WINDOW * DAY_MS} milliseconds')`;
   const visitsFrom = (match: string) =>
     `SELECT t.occurred_at FROM touchpoints t WHERE ${tenantOf('t')} AND ${match} AND t.type = 'visit' AND t.occurred_at >= n.earliest`;
-  const [row] = await tx.query<{ credits_from: string | null; paths_from: string | null; patched: PatchedCustomer[] | null; visit_days: string[] }>(
+  const [row] = await tx.query<{ credits_from: string | null; paths_from: string | null; patched_orders: string[]; patched_days: string[]; visit_days: string[] }>(
     `WITH noted AS (
        SELECT * FROM json_to_recordset($4::json) AS k(visitor_id text, customer_id text, earliest timestamptz, latest timestamptz, linked int)
      ),
@@ -167,16 +166,20 @@ export async function resolveChangedKeys(tx: Queryable, { clientId, environment 
      ),
      changed AS (
        SELECT r.*,
-              CASE WHEN r.linked = ${LINKED.changed} THEN r.from_at
-                   ELSE (SELECT min(o.time_of_purchase) FROM orders o
-                          WHERE ${tenantOf('o')} AND o.customer_id = r.path_customer_id AND o.time_of_purchase >= r.from_at
-                            AND (r.linked = ${LINKED.newToCustomer} OR o.time_of_purchase <= r.latest + interval '${LONGEST_KEPT_WINDOW * DAY_MS} milliseconds')) END AS changed_from
+              CASE WHEN r.linked = ${LINKED.changed} THEN r.from_at ELSE (SELECT min(o.time_of_purchase) FROM (${ordersReached('r')}) AS o) END AS changed_from
          FROM resolved r
+     ),
+     patched AS (
+       SELECT DISTINCT o.order_id, (o.time_of_purchase AT TIME ZONE $3)::date AS day
+         FROM resolved r CROSS JOIN LATERAL (${ordersReached('r')}) AS o
+        WHERE r.linked = ${LINKED.none}
+          AND EXISTS (SELECT FROM attribution_days d
+                       WHERE ${tenantOf('d')} AND d.totals = '${KEPT_PATHS}' AND d.day = (o.time_of_purchase AT TIME ZONE $3)::date AND NOT d.stale)
      )
      SELECT (SELECT min(changed_from) FROM changed)::text AS credits_from,
             (SELECT min(changed_from) FROM changed WHERE linked > ${LINKED.none})::text AS paths_from,
-            (SELECT json_agg(json_build_object('customer_id', path_customer_id, 'from_at', from_at, 'latest', latest))
-               FROM changed WHERE linked = ${LINKED.none} AND changed_from IS NOT NULL) AS patched,
+            ARRAY(SELECT order_id FROM patched) AS patched_orders,
+            ARRAY(SELECT DISTINCT day::text FROM patched) AS patched_days,
             ARRAY(SELECT DISTINCT to_char(v.occurred_at AT TIME ZONE $3, 'YYYY-MM-DD')
                     FROM noted n
                    CROSS JOIN LATERAL (${visitsFrom("n.visitor_id <> '' AND t.visitor_id = n.visitor_id")}
@@ -185,30 +188,22 @@ export async function resolveChangedKeys(tx: Queryable, { clientId, environment 
                    WHERE n.earliest IS NOT NULL) AS visit_days`,
     [clientId, environment, zone, JSON.stringify(keys)],
   );
-  return { creditsFrom: row!.credits_from, pathsFrom: row!.paths_from, patched: row!.patched ?? [], visitDays: row!.visit_days };
+  return {
+    creditsFrom: row!.credits_from,
+    pathsFrom: row!.paths_from,
+    pathsPatched: { orderIds: row!.patched_orders, days: row!.patched_days },
+    visitDays: row!.visit_days,
+  };
 }
 
 /**
- * Finds again the kept paths of the orders that touchpoints noted by key may have changed: those
- * of each customer of `patched`, placed from the first of its touchpoints on and within the longest
- * kept window after the last, on the local days of `zone` whose paths are kept (and not stale: the
- * others are found again whole). Their rows are replaced, numbered after the day's others, so
- * that the credits of their days are computed again from kept paths rather than from the
- * touchpoints (the benchmark's view after a touchpoint of a customer with an order 8 days later:
- * 1.52 s, against 2.36 s with those 8 days credited from the touchpoints).
+ * Finds again the kept paths of the orders whose paths touchpoints noted by key changed, on their
+ * local days of `zone` (resolveChangedKeys): their rows are replaced, numbered after the day's
+ * others, so that the credits of their days are computed again from kept paths rather than from
+ * the touchpoints (the benchmark's view after a touchpoint of a customer with an order 8 days
+ * later: 1.52 s, against 2.36 s with those 8 days credited from the touchpoints).
  */
-async function patchKeptPaths(tx: Queryable, { clientId, environment }: Tenant, zone: string, patched: readonly PatchedCustomer[]): Promise<void> {
-  if (patched.length === 0) return;
-  const [{ order_ids: orderIds, days }] = (await tx.query<{ order_ids: string[]; days: string[] }>(
-    `SELECT coalesce(array_agg(DISTINCT o.order_id), '{}') AS order_ids, coalesce(array_agg(DISTINCT o.day::text), '{}') AS days
-       FROM json_to_recordset($4::json) AS p(customer_id text, from_at timestamptz, latest timestamptz)
-      CROSS JOIN LATERAL (SELECT o.order_id, (o.time_of_purchase AT TIME ZONE $3)::date AS day FROM orders o
-                           WHERE o.client_id = $1 AND o.environment = $2 AND o.customer_id = p.customer_id AND o.time_of_purchase >= p.from_at
-                             AND o.time_of_purchase <= p.latest + interval '${LONGEST_KEPT_WINDOW * DAY_MS} milliseconds') AS o
-      WHERE EXISTS (SELECT FROM attribution_days d
-                     WHERE d.client_id = $1 AND d.environment = $2 AND d.totals = '${KEPT_PATHS}' AND d.day = o.day AND NOT d.stale)`,
-    [clientId, environment, zone, JSON.stringify(patched)],
-  )) as [{ order_ids: string[]; days: string[] }];
+async function patchKeptPaths(tx: Queryable, { clientId, environment }: Tenant, zone: string, { orderIds, days }: KeyedChange['pathsPatched']): Promise<void> {
   if (orderIds.length === 0) return;
   await tx.query('DELETE FROM attribution_paths WHERE client_id = $1 AND environment = $2 AND day = ANY ($3::date[]) AND order_id = ANY ($4::text[])', [
     clientId,
