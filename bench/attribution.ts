@@ -71,6 +71,17 @@ function percentile(values: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN;
 }
 
+/** `work` with a connection of its own to the store's database, closed after. */
+async function withClient<T>(store: Store, work: (client: pg.Client) => Promise<T>): Promise<T> {
+  const client = new pg.Client({ connectionString: store.env.DATABASE_URL });
+  await client.connect();
+  try {
+    return await work(client);
+  } finally {
+    await client.end();
+  }
+}
+
 /** A row of the table: part, value, unit, p50, p99, target. */
 type Row = [string, string, string, string, string, string];
 const unavailable = (part: string, why: string, target: string): Row => {
@@ -310,9 +321,7 @@ async function bareDashboardSql(store: Store, tenant: Tenant): Promise<Row> {
   const planned = planExport(DASHBOARD as ExportRequest, 'UTC', new Date());
   if ('problems' in planned) return unavailable(part, `the plan's problems: ${JSON.stringify(planned.problems).slice(0, 300)}`, '< 2 s');
   const { sql, params } = planRowsSql(tenant, planned.plan);
-  const client = new pg.Client({ connectionString: store.env.DATABASE_URL });
-  await client.connect();
-  try {
+  return withClient(store, async (client) => {
     const started = performance.now();
     await client.query('BEGIN');
     for (const setting of ROWS_TRANSACTION_SETTINGS) await client.query(setting);
@@ -321,9 +330,7 @@ async function bareDashboardSql(store: Store, tenant: Tenant): Promise<Row> {
     const took = seconds(started).toFixed(2);
     console.log(`${part}: ${took} s, ${thousands(rowCount ?? 0)} rows`);
     return [part, took, 's', '', '', '< 2 s'];
-  } finally {
-    await client.end();
-  }
+  });
 }
 
 /**
@@ -410,32 +417,23 @@ async function dashboardReports(server: RunningServer, store: Store): Promise<Ro
 }
 
 /** The customer of the client's first order placed from `from` on. */
-async function firstCustomerOrderingFrom(store: Store, clientId: string, from: Date): Promise<string> {
-  const client = new pg.Client({ connectionString: store.env.DATABASE_URL });
-  await client.connect();
-  try {
+const firstCustomerOrderingFrom = (store: Store, clientId: string, from: Date): Promise<string> =>
+  withClient(store, async (client) => {
     const { rows } = await client.query<{ customer_id: string }>(
       `SELECT customer_id FROM orders WHERE client_id = $1 AND environment = 'production' AND time_of_purchase >= $2 AND customer_id IS NOT NULL
         ORDER BY time_of_purchase LIMIT 1`,
       [clientId, from],
     );
     return rows[0]!.customer_id;
-  } finally {
-    await client.end();
-  }
-}
+  });
 
 /** Seconds until `done` holds of the rows of `sql`, polled every 250 ms. */
-async function secondsUntil<T extends object>(store: Store, sql: string, params: unknown[], done: (rows: T[]) => boolean): Promise<number> {
+function secondsUntil<T extends object>(store: Store, sql: string, params: unknown[], done: (rows: T[]) => boolean): Promise<number> {
   const started = performance.now();
-  const client = new pg.Client({ connectionString: store.env.DATABASE_URL });
-  await client.connect();
-  try {
+  return withClient(store, async (client) => {
     while (!done((await client.query<T>(sql, params)).rows)) await new Promise((resolve) => setTimeout(resolve, 250));
     return seconds(started);
-  } finally {
-    await client.end();
-  }
+  });
 }
 
 /** Seconds until the client has no change noted (instant or key) nor day stale, and the dashboard's 30 days kept again: the keeper has run. */
@@ -463,15 +461,7 @@ const keptAhead = (store: Store, clientId: string) =>
  * off on the benchmark's machine, docs/benchmarks.md): without them, reports' reads are planned
  * for tables of a few rows.
  */
-async function analyzeKeptDays(store: Store): Promise<void> {
-  const client = new pg.Client({ connectionString: store.env.DATABASE_URL });
-  await client.connect();
-  try {
-    await client.query('ANALYZE attribution_days, attribution_credit_days, attribution_visit_days, attribution_paths');
-  } finally {
-    await client.end();
-  }
-}
+const analyzeKeptDays = (store: Store) => withClient(store, (client) => client.query('ANALYZE attribution_days, attribution_credit_days, attribution_visit_days, attribution_paths'));
 
 async function atScale(store: Store): Promise<Row[]> {
   const exportsDir = fs.mkdtempSync('/tmp/tributary-bench-attribution-');
