@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { after, test } from 'node:test';
 import { createClientDeletion } from '../src/clients/deletion.js';
+import { ClientGoneError, isClientGone } from '../src/db/errors.js';
 import { keepMissingPaths } from '../src/exports/daily-totals.js';
 import { deriveTouchpoint, type DerivedTouchpoint } from '../src/touchpoints/derive.js';
 import { createTouchpointRepository } from '../src/touchpoints/repository.js';
@@ -172,6 +173,63 @@ test('touchpoints sent while their client is being deleted are not stored', { sk
   const write = createTouchpointRepository(service.db).upsert(tenantOf(client), [touchpoint('too-late')], new Date());
   await waitingForALock(service.db, deleting!.pid);
   await deleting!.commit();
-  assert.deepEqual(await write, { inserted: 0, updated: 0 });
+  await assert.rejects(write, ClientGoneError);
   assert.equal(await touchpointsOf(client.client_id), 0);
+});
+
+/*
+ * A request authenticated just before its client was deleted, written just after: the answer its
+ * next request gets (401), not a 500, and nothing stored. The client row is deleted in a
+ * transaction held open while the request is authenticated (it still sees the row) and writes
+ * (it waits for the row's lock), then committed.
+ */
+async function deletedInFlight<T>(name: string, request: (client: TestClient) => Promise<T>): Promise<{ client: TestClient; answer: T }> {
+  const client = await service.createClient(name);
+  const [deleting] = await holdOnDistinctSlots(service.db, 1);
+  await deleting!.db.query('DELETE FROM clients WHERE client_id = $1', [client.client_id]);
+  const answer = request(client);
+  await waitingForALock(service.db, deleting!.pid);
+  await deleting!.commit();
+  return { client, answer: await answer };
+}
+
+const WRITES: [string, object][] = [
+  ['/v2/orders', [makeOrder('in-flight')]],
+  ['/v1/spend_hourly', { data: [hourlySpend('in-flight')] }],
+  ['/v1/touchpoints', { data: [{ touchpoint_id: 'in-flight', occurred_at: '2024-03-08T08:00:00Z', visitor_id: 'v' }] }],
+  ['/v1/identities', { data: [{ visitor_id: 'v', customer_id: 'c' }] }],
+];
+for (const [url, payload] of WRITES) {
+  test(`POST ${url} of a client deleted while it is handled: 401 as its next request, nothing stored`, { skip: racing }, async () => {
+    const { client, answer } = await deletedInFlight(`in-flight${url.replaceAll('/', '-')}`, (client) =>
+      service.production.inject({ method: 'POST', url, headers: client.headers, payload }),
+    );
+    const envelope = assertErrorEnvelope(answer, 401);
+    const next = assertErrorEnvelope(await service.production.inject({ method: 'POST', url, headers: client.headers, payload }), 401);
+    assert.equal(envelope.message, next.message);
+    assert.deepEqual(envelope.errors, next.errors);
+    assert.ok(Object.values(await rowsOf(client.client_id)).every((n) => n === 0));
+  });
+}
+
+test("the collector's beacon of a client deleted while it is written: 204 as an unknown client's, nothing stored", { skip: racing }, async () => {
+  const at = new Date().toISOString();
+  const events = [
+    { event_id: 'in-flight', type: 'page', occurred_at: at, visitor_id: 'v', url: 'https://shop.example/' },
+    { event_id: 'in-flight-identify', type: 'identify', occurred_at: at, visitor_id: 'v', customer_id: 'c' },
+  ];
+  const { client, answer } = await deletedInFlight('collected-in-flight', (client) =>
+    service.production.inject({ method: 'POST', url: '/v1/collect', headers: { 'content-type': 'text/plain' }, payload: JSON.stringify({ client_id: client.client_id, events }) }),
+  );
+  assert.equal(answer.statusCode, 204, answer.body);
+  assert.ok(Object.values(await rowsOf(client.client_id)).every((n) => n === 0));
+});
+
+test('a write of a client that does not exist is known as such: by the touchpoints upsert, and by a foreign key to clients', async () => {
+  const gone = { clientId: '00000000-0000-4000-8000-000000000000', environment: 'production' as const, dryRun: false };
+  await assert.rejects(createTouchpointRepository(service.db).upsert(gone, [touchpoint('nobody')], new Date()), ClientGoneError);
+  const refused = await service.db
+    .query(`INSERT INTO identities (client_id, environment, visitor_id, customer_id, linked_at) VALUES ($1, 'production', 'v', 'c', now())`, [gone.clientId])
+    .then(() => undefined, (error: unknown) => error);
+  assert.ok(isClientGone(refused), String(refused));
 });

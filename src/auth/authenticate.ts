@@ -1,7 +1,7 @@
 import type { FastifyRequest } from 'fastify';
 import { hashSecret, matchesAny } from '../clients/api-keys.js';
 import type { ClientRepository } from '../clients/repository.js';
-import { ApiError } from '../http/errors.js';
+import { ApiError, invalidCredentials } from '../http/errors.js';
 import { isUuid } from '../uuid.js';
 import type { Environment, Tenant } from './tenant.js';
 
@@ -37,8 +37,7 @@ function credentials(request: FastifyRequest): { apiKey: string; clientId: strin
 
 /**
  * Resolves `request.tenant` from the `Authorization` and `Data-Client-ID` headers. A wrong key,
- * an unknown client id and a revoked key all get the same answer, so that a caller learns
- * nothing about which client ids exist.
+ * an unknown client id and a revoked key all get the same answer (invalidCredentials).
  */
 export function authenticate(clients: ClientRepository, environment: Environment) {
   return async (request: FastifyRequest): Promise<void> => {
@@ -51,9 +50,7 @@ export function authenticate(clients: ClientRepository, environment: Environment
     const hashes = isUuid(clientId) ? await clients.activeKeyHashes(clientId.toLowerCase()) : [];
     const keyHash = hashSecret(apiKey);
     if (!matchesAny(keyHash, hashes)) {
-      throw new ApiError(401, 'Invalid credentials: the API key is not valid for this Data-Client-ID', [
-        { loc: 'header/authorization', msg: 'Invalid API key for this client', type: 'invalid_credentials' },
-      ]);
+      throw invalidCredentials();
     }
     request.tenant = { clientId: clientId.toLowerCase(), environment, dryRun: false, apiKeyHash: keyHash.toString('base64url') };
   };

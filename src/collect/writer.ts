@@ -1,7 +1,7 @@
 import type { Environment, Tenant } from '../auth/tenant.js';
 import type { ClientRepository } from '../clients/repository.js';
 import type { Database } from '../db/database.js';
-import { isDatabaseUnavailable } from '../db/errors.js';
+import { isClientGone, isDatabaseUnavailable } from '../db/errors.js';
 import type { DerivedTouchpoint } from '../touchpoints/derive.js';
 import { ingest, withSourceMapping, type Link, type Visit } from './ingest.js';
 
@@ -77,6 +77,8 @@ export function createCollectWriter(db: Database, clients: Pick<ClientRepository
       await store(kept);
       for (const [member] of kept) member.resolve('stored');
     } catch (error) {
+      // Deleted since its settings were read: its events are dropped, as an unknown client's.
+      if (isClientGone(error)) return kept.forEach(([member]) => member.resolve('unknown_client'));
       if (kept.length === 1 || isDatabaseUnavailable(error)) return kept.forEach(([member]) => member.reject(error));
       for (const one of kept) await store([one]).then(() => one[0].resolve('stored'), (alone: unknown) => one[0].reject(alone));
     }

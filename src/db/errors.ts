@@ -31,6 +31,27 @@ export function isDatabaseUnavailable(error: unknown): boolean {
   return typeof message === 'string' && UNREACHABLE_MESSAGES.test(message);
 }
 
+/** A write that found its client deleted after the request naming it was authenticated. */
+export class ClientGoneError extends Error {
+  constructor() {
+    super('The client was deleted while the request was handled');
+  }
+}
+
+/** A foreign key to clients, as PostgreSQL names one made without a name: `<table>_client_id_fkey`. */
+const CLIENT_FOREIGN_KEY = /_client_id_fkey$/;
+
+/**
+ * Whether `error` says that the client of a write no longer exists: a ClientGoneError, or a row
+ * refused by its table's foreign key to clients (the client was deleted after the request was
+ * authenticated, before its write).
+ */
+export function isClientGone(error: unknown): boolean {
+  if (error instanceof ClientGoneError) return true;
+  const { code, constraint } = error as { code?: unknown; constraint?: unknown };
+  return code === '23503' && typeof constraint === 'string' && CLIENT_FOREIGN_KEY.test(constraint);
+}
+
 /** Why the database refused a value of a statement, when that is what `error` says. */
 export type RefusedValue = 'unstorable' | 'too_long' | 'out_of_range';
 

@@ -1,5 +1,5 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { isDatabaseUnavailable, refusedValue, type RefusedValue } from '../db/errors.js';
+import { isClientGone, isDatabaseUnavailable, refusedValue, type RefusedValue } from '../db/errors.js';
 import type { ErrorEnvelope, ErrorItem } from './error-envelope.js';
 
 // For the handlers that build error items along with the errors they throw.
@@ -18,6 +18,16 @@ export class ApiError extends Error {
     super(message);
   }
 }
+
+/**
+ * The answer to credentials that name no client: a wrong key, an unknown client id and a revoked
+ * key get the same one, so that a caller learns nothing about which client ids exist. So does a
+ * request whose client was deleted while it was handled: the answer its next request will get.
+ */
+export const invalidCredentials = () =>
+  new ApiError(401, 'Invalid credentials: the API key is not valid for this Data-Client-ID', [
+    { loc: 'header/authorization', msg: 'Invalid API key for this client', type: 'invalid_credentials' },
+  ]);
 
 /**
  * The most problems an error answer lists: enough to fix a batch by, and a bound on the size of
@@ -106,7 +116,8 @@ const DATABASE_RETRY_AFTER_SECONDS = 5;
 
 /** Gives every error, and every unknown route, the one envelope of the API. */
 export function registerErrorHandling(app: FastifyInstance) {
-  app.setErrorHandler((error: FastifyError, request, reply) => {
+  app.setErrorHandler((thrown: FastifyError, request, reply) => {
+    const error = isClientGone(thrown) ? invalidCredentials() : thrown;
     if (error instanceof ApiError) {
       reply.headers(error.headers);
       return sendError(reply, error.statusCode, error.message, error.errors, error.extra);

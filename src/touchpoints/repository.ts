@@ -1,5 +1,6 @@
 import type { Tenant } from '../auth/tenant.js';
 import { LATE_AFTER, LATE_TOUCHPOINTS_KEYED, LINKED, noteChangeCtes, noteChangedKeysSql, visitorKeysSql } from '../attribution/changes.js';
+import { ClientGoneError } from '../db/errors.js';
 import type { Database } from '../db/index.js';
 import { AD_FIELDS, UTM_FIELDS, type DerivedTouchpoint, type SourcePlatforms } from './derive.js';
 
@@ -91,7 +92,16 @@ const KEYED_CTE = `keyed AS (
  * where it used to note every instant and drop every kept day of its client.
  */
 const WRITTEN_EARLIEST = 'SELECT min(least(occurred_at, replaced_occurred_at)) FROM written WHERE NOT (late AND EXISTS (SELECT FROM keyed))';
-const WRITTEN_COUNTS = 'SELECT count(*) FILTER (WHERE inserted)::int AS inserted, count(*) FILTER (WHERE NOT inserted)::int AS updated FROM written';
+/** How many touchpoints `written` inserted and replaced, and whether their client still exists (the lock of writtenCte found its row). */
+const WRITTEN_COUNTS =
+  'SELECT count(*) FILTER (WHERE inserted)::int AS inserted, count(*) FILTER (WHERE NOT inserted)::int AS updated, EXISTS (SELECT 1 FROM client) AS client_found FROM written';
+type WrittenCounts = { inserted: number; updated: number; client_found: boolean };
+
+/** The counts of a write, once its client is known to exist: a client deleted since the request was authenticated had nothing written. */
+function countsOf({ inserted, updated, client_found }: WrittenCounts): { inserted: number; updated: number } {
+  if (!client_found) throw new ClientGoneError();
+  return { inserted, updated };
+}
 
 /**
  * `linked`: the visitors whose link the links of `body` (`{"data": [...]}`) made or changed at `at`,
@@ -160,12 +170,12 @@ export function createTouchpointRepository(db: Database) {
      * (src/attribution/changes.ts).
      */
     async upsert(tenant: Tenant, touchpoints: readonly DerivedTouchpoint[], writtenAt: Date): Promise<{ inserted: number; updated: number }> {
-      const [counts] = await db.query<{ inserted: number; updated: number }>(
+      const [counts] = await db.query<WrittenCounts>(
         `WITH ${writtenCte('$3', '$4')}, ${KEYED_CTE}, ${noteChangeCtes('SELECT * FROM keyed', WRITTEN_EARLIEST)}
          ${WRITTEN_COUNTS}`,
         [tenant.clientId, tenant.environment, JSON.stringify(touchpoints), writtenAt.toISOString()],
       );
-      return counts!;
+      return countsOf(counts!);
     },
 
     /**
@@ -176,11 +186,12 @@ export function createTouchpointRepository(db: Database) {
     upsertAndLink(tenant: Tenant, touchpoints: readonly DerivedTouchpoint[], linksJson: string, at: Date): Promise<{ inserted: number; updated: number; linked: number }> {
       return db.transaction(async (tx) => {
         const tenantParams = [tenant.clientId, tenant.environment];
-        const [written] = await tx.query<{ inserted: number; updated: number; earliest: string | null; keys: unknown[] | null }>(
+        const [written] = await tx.query<WrittenCounts & { earliest: string | null; keys: unknown[] | null }>(
           `WITH ${writtenCte('$3', '$4')}, ${KEYED_CTE}
            SELECT counts.*, (${WRITTEN_EARLIEST})::text AS earliest, (SELECT json_agg(keyed) FROM keyed) AS keys FROM (${WRITTEN_COUNTS}) AS counts`,
           [...tenantParams, JSON.stringify(touchpoints), at.toISOString()],
         );
+        const counts = countsOf(written!);
         const [linked] = await tx.query<{ linked: number; keys: unknown[] | null }>(
           `WITH ${linkedCte('$3', '$4')}
            SELECT ${linksSent('$3')} AS linked, (SELECT json_agg(k) FROM (${LINKED_KEYS}) AS k) AS keys`,
@@ -190,7 +201,7 @@ export function createTouchpointRepository(db: Database) {
           `WITH ${noteChangeCtes(KEYS_OF_JSON, 'SELECT $4::timestamptz')} SELECT`,
           [...tenantParams, JSON.stringify([...(written!.keys ?? []), ...(linked!.keys ?? [])]), written!.earliest],
         );
-        return { inserted: written!.inserted, updated: written!.updated, linked: linked!.linked };
+        return { ...counts, linked: linked!.linked };
       });
     },
 
