@@ -37,7 +37,7 @@ import { ExportRequest } from '../src/exports/schema.js';
 import { deriveTouchpoint, type TouchpointInput } from '../src/touchpoints/derive.js';
 import { createTouchpointRepository } from '../src/touchpoints/repository.js';
 import { ADS_PER_CAMPAIGN, CAMPAIGN_COUNT, PAID_CAMPAIGNS, SOURCE_PLATFORMS, campaignPlatform, generateTouchpoints, generateVisit, random } from './generate.js';
-import { BATCH_SIZE, CONNECTIONS, batchesWithIds, runPhase, type PhaseResult } from './load.js';
+import { BATCH_SIZE, CONNECTIONS, batchesWithIds, poster, runPhase, type PhaseResult } from './load.js';
 import { ORDER_CUSTOMER_FACTOR, insertOrders } from './seed.js';
 import { anotherStore, benchEachStore, postgresCpuSeconds, startServer, type RunningServer, type Store } from './server.js';
 
@@ -123,11 +123,7 @@ async function ingestion(store: Store): Promise<Row[]> {
   const server = await startServer(store);
   let http: PhaseResult;
   try {
-    const post = async (body: string) => {
-      const response = await fetch(`${server.url}/v1/touchpoints`, { method: 'POST', headers: server.headers, body });
-      const text = await response.text();
-      if (response.status !== 201) throw new Error(`touchpoint batch failed with ${response.status}: ${text.slice(0, 500)}`);
-    };
+    const post = poster(`${server.url}/v1/touchpoints`, server.headers, 201);
     http = await measuredPhase('HTTP', () => runPhase(post, batchesWithIds('h', touchpointBodies), SECONDS), server);
     console.log(`ingestion: server peak RSS ${server.peakRssMb() ?? '?'} MB`);
   } finally {

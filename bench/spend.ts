@@ -8,6 +8,7 @@
  *   CITUS_URL=postgres://…@coordinator/db npm run bench:spend   # also on a Citus coordinator
  */
 import pg from 'pg';
+import { poster } from './load.js';
 import { benchEachStore, startServer, type RunningServer, type Store } from './server.js';
 
 const RECORDS = Number(process.env.BENCH_SPEND_RECORDS ?? 1_000_000);
@@ -55,12 +56,9 @@ async function load(server: RunningServer): Promise<number> {
   const batches = Math.ceil(RECORDS / 1000);
   let next = 0;
   const started = performance.now();
+  const post = poster(`${server.url}/v1/spend_hourly`, server.headers, 201);
   const connection = async () => {
-    for (let n = next++; n < batches; n = next++) {
-      const response = await fetch(`${server.url}/v1/spend_hourly`, { method: 'POST', headers: server.headers, body: batch(n) });
-      if (response.status !== 201) throw new Error(`batch ${n}: ${response.status} ${await response.text()}`);
-      await response.arrayBuffer();
-    }
+    for (let n = next++; n < batches; n = next++) await post(batch(n));
   };
   await Promise.all(Array.from({ length: CONNECTIONS }, connection));
   return (batches * 1000) / ((performance.now() - started) / 1000);
