@@ -232,4 +232,9 @@ test('a write of a client that does not exist is known as such: by the touchpoin
     .query(`INSERT INTO identities (client_id, environment, visitor_id, customer_id, linked_at) VALUES ($1, 'production', 'v', 'c', now())`, [gone.clientId])
     .then(() => undefined, (error: unknown) => error);
   assert.ok(isClientGone(refused), String(refused));
+  // As Citus passes a worker's error on: its message alone, the shard's names numbered.
+  const fromWorker = (table: string, key: string) => ({ code: '23503', message: `insert or update on table "${table}" violates foreign key constraint "${key}"` });
+  assert.ok(isClientGone(fromWorker('orders_102008', 'orders_client_id_fkey_102008')));
+  assert.equal(isClientGone(fromWorker('orders_102008', 'orders_environment_client_id_fkey_102008')), false);
+  assert.equal(isClientGone(null), false);
 });

@@ -317,6 +317,27 @@ describe('POST /v1/collect under concurrency', () => {
     assert.equal(await stored(service.db, 'touchpoints', client.client_id), 12);
   });
 
+  test('a group refused, whose client is deleted before its requests are written one by one: each dropped as an unknown client\'s', async () => {
+    const client = await service.createClient();
+    let refused = false;
+    const refusingOnce: Database = Object.assign(Object.create(service.db) as Database, {
+      query: async <R>(text: string, params?: readonly unknown[]) => {
+        if (!refused && text.includes('INSERT INTO touchpoints')) {
+          refused = true;
+          await service.db.query('DELETE FROM clients WHERE client_id = $1', [client.client_id]);
+          throw Object.assign(new Error('refused'), { code: '22000' });
+        }
+        return service.db.query<R>(text, params);
+      },
+    });
+    const writer = createCollectWriter(refusingOnce, createClientRepository(refusingOnce));
+    const visit = (n: number) => ({ input: { touchpoint_id: `t-${n}`, occurred_at: new Date().toISOString(), visitor_id: `v-${n}` }, urlLoc: '' });
+    const outcomes = await Promise.all(Array.from({ length: 3 }, (_, n) => writer.write(client.client_id, 'production', { visits: [visit(n)], derived: deriveVisits([visit(n)], {}), links: [], origin: undefined })));
+    assert.ok(refused);
+    assert.deepEqual(outcomes, ['unknown_client', 'unknown_client', 'unknown_client']);
+    assert.equal(await stored(service.db, 'touchpoints', client.client_id), 0);
+  });
+
   test('concurrent beacons of a client are written together, each stored; one the database refuses fails alone', async () => {
     const client = await service.createClient();
     // Random characters do not compress: an index entry cannot hold this customer id.

@@ -80,7 +80,12 @@ export function createCollectWriter(db: Database, clients: Pick<ClientRepository
       // Deleted since its settings were read: its events are dropped, as an unknown client's.
       if (isClientGone(error)) return kept.forEach(([member]) => member.resolve('unknown_client'));
       if (kept.length === 1 || isDatabaseUnavailable(error)) return kept.forEach(([member]) => member.reject(error));
-      for (const one of kept) await store([one]).then(() => one[0].resolve('stored'), (alone: unknown) => one[0].reject(alone));
+      for (const [member, visits] of kept) {
+        await store([[member, visits]]).then(
+          () => member.resolve('stored'),
+          (alone: unknown) => (isClientGone(alone) ? member.resolve('unknown_client') : member.reject(alone)),
+        );
+      }
     }
   }
 

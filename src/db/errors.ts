@@ -38,18 +38,31 @@ export class ClientGoneError extends Error {
   }
 }
 
-/** A foreign key to clients, as PostgreSQL names one made without a name: `<table>_client_id_fkey`. */
-const CLIENT_FOREIGN_KEY = /_client_id_fkey$/;
+/**
+ * The table and foreign key a foreign-key violation names: from the error's fields, else from
+ * its message (Citus passes a worker's error on with its message alone). A shard's names carry
+ * its number (`orders_102008`, `orders_client_id_fkey_102008`), left out here.
+ */
+function violatedForeignKey(error: { table?: unknown; constraint?: unknown; message?: unknown }): { table: string; constraint: string } | undefined {
+  const named =
+    typeof error.table === 'string' && typeof error.constraint === 'string'
+      ? [error.table, error.constraint]
+      : /^insert or update on table "(\w+)" violates foreign key constraint "(\w+)"/.exec(String(error.message))?.slice(1);
+  const [table, constraint] = (named ?? []).map((name) => name.replace(/_\d+$/, ''));
+  return table !== undefined && constraint !== undefined ? { table, constraint } : undefined;
+}
 
 /**
  * Whether `error` says that the client of a write no longer exists: a ClientGoneError, or a row
- * refused by its table's foreign key to clients (the client was deleted after the request was
- * authenticated, before its write).
+ * refused by its table's foreign key to clients, `<table>_client_id_fkey` as PostgreSQL names one
+ * made without a name (the client was deleted after the request was authenticated, before its
+ * write).
  */
 export function isClientGone(error: unknown): boolean {
   if (error instanceof ClientGoneError) return true;
-  const { code, constraint } = error as { code?: unknown; constraint?: unknown };
-  return code === '23503' && typeof constraint === 'string' && CLIENT_FOREIGN_KEY.test(constraint);
+  if (sqlstateOf(error) !== '23503') return false;
+  const violated = violatedForeignKey(error as object);
+  return violated !== undefined && violated.constraint === `${violated.table}_client_id_fkey`;
 }
 
 /** Why the database refused a value of a statement, when that is what `error` says. */

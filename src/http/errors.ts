@@ -117,7 +117,9 @@ const DATABASE_RETRY_AFTER_SECONDS = 5;
 /** Gives every error, and every unknown route, the one envelope of the API. */
 export function registerErrorHandling(app: FastifyInstance) {
   app.setErrorHandler((thrown: FastifyError, request, reply) => {
-    const error = isClientGone(thrown) ? invalidCredentials() : thrown;
+    const clientGone = isClientGone(thrown);
+    if (clientGone) request.log.info('client deleted while the request was handled');
+    const error = clientGone ? invalidCredentials() : thrown;
     if (error instanceof ApiError) {
       reply.headers(error.headers);
       return sendError(reply, error.statusCode, error.message, error.errors, error.extra);
