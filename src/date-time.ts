@@ -46,10 +46,15 @@ interface ParsedDateTime {
 function parseDateTime(value: string): ParsedDateTime | undefined {
   const match = DATE_TIME.exec(value);
   if (!match) return undefined;
-  const [year, month, day, hour, minute, second] = [1, 2, 3, 4, 5, 6].map((group) => Number(match[group])) as [
-    number, number, number, number, number, number,
-  ];
-  const [offsetHours, offsetMinutes] = [Number(match[9] ?? 0), Number(match[10] ?? 0)];
+  // Read group by group: every touchpoint and order is checked here, and destructuring arrays would allocate for each.
+  const year = Number(match[1]);
+  const month = Number(match[2]);
+  const day = Number(match[3]);
+  const hour = Number(match[4]);
+  const minute = Number(match[5]);
+  const second = Number(match[6]);
+  const offsetHours = Number(match[9] ?? 0);
+  const offsetMinutes = Number(match[10] ?? 0);
   if (!isCalendarDay(year, month, day) || hour > 23 || minute > 59 || second > 59 || offsetHours > 15 || offsetMinutes > 59) return undefined;
   const fraction = match[7] ?? '';
   const local = Date.UTC(year + 400, month - 1, day, hour, minute, second, Number(fraction.slice(0, 3).padEnd(3, '0'))) - FOUR_CENTURIES_MS;

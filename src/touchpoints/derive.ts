@@ -123,7 +123,9 @@ export function siteOf(url: string | undefined): string | undefined {
   }
 }
 
-const within = (host: string, domains: readonly string[]) => domains.some((domain) => host === domain || host.endsWith(`.${domain}`));
+/** Whether `host` is one of `domains` or a subdomain of one. */
+const within = (host: string, domains: readonly string[]) =>
+  domains.some((domain) => host.endsWith(domain) && (host.length === domain.length || host[host.length - domain.length - 1] === '.'));
 
 /** The channel of a referrer to `landingSite`, for a touchpoint that names no medium, campaign or click. */
 function referrerChannel(referrerSite: string | undefined, landingSite: string | undefined): Channel {
@@ -150,7 +152,15 @@ export function deriveTouchpoint(input: TouchpointInput, sourcePlatforms: Source
     return undefined;
   };
 
-  const utm = Object.fromEntries(UTM_FIELDS.map((field) => [field, read(field, MAX_UTM_LENGTH) ?? null])) as Record<UtmField, string | null>;
+  // Built field by field, as is the touchpoint returned: every touchpoint sent is derived, and an
+  // object assembled from entries or spread into another is several times the allocation.
+  const utm: Record<UtmField, string | null> = {
+    utm_source: read('utm_source', MAX_UTM_LENGTH) ?? null,
+    utm_medium: read('utm_medium', MAX_UTM_LENGTH) ?? null,
+    utm_campaign: read('utm_campaign', MAX_UTM_LENGTH) ?? null,
+    utm_term: read('utm_term', MAX_UTM_LENGTH) ?? null,
+    utm_content: read('utm_content', MAX_UTM_LENGTH) ?? null,
+  };
   const clickIds: Partial<Record<ClickIdField, string>> = {};
   for (const field of CLICK_ID_FIELDS) {
     const value = read(field, MAX_CLICK_ID_LENGTH);
@@ -179,7 +189,11 @@ export function deriveTouchpoint(input: TouchpointInput, sourcePlatforms: Source
     customer_id: given(input.customer_id) ?? null,
     landing_url: landingUrl ?? null,
     referrer: given(input.referrer) ?? null,
-    ...utm,
+    utm_source: utm.utm_source,
+    utm_medium: utm.utm_medium,
+    utm_campaign: utm.utm_campaign,
+    utm_term: utm.utm_term,
+    utm_content: utm.utm_content,
     click_ids: clickIds,
     platform_name: given(input.platform_name) ?? mappedSource ?? source ?? (clickedOn && CLICK_ID_PLATFORMS[clickedOn]) ?? '',
     platform_account_id: given(input.platform_account_id) ?? '',
