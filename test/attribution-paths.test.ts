@@ -43,7 +43,7 @@ const EVERY_ORDER = { purchasedFrom: "'-infinity'::timestamptz", purchasedBefore
 /** The candidates of the client's orders that `orders` selects, as `order/window: touchpoint ids` sorted. */
 async function candidates(client: TestClient, orders: PathsSpec['orders'], params: unknown[], windows: AttributionWindow[] = [30], environment = 'production') {
   const rows = await service.db.query<Candidate>(
-    `WITH ${pathsSql({ clientId: '$1::uuid', environment: '$2::text', orders, windows })}
+    `WITH ${pathsSql({ clientId: '$1::uuid', environment: '$2::environment', orders, windows })}
      SELECT path_id, order_id, window_days, touchpoint_id, first_order FROM candidates WHERE touchpoint_id IS NOT NULL ORDER BY path_id, touchpoint_id`,
     [client.client_id, environment, ...params],
   );
@@ -163,7 +163,7 @@ describe('the candidates of an order', () => {
     assert.deepEqual(await candidatesOf(client, 'o1'), {});
     assert.deepEqual(
       (await service.db.query<{ first_order: boolean }>(
-        `WITH ${pathsSql({ clientId: '$1::uuid', environment: '$2::text', orders: EVERY_ORDER, windows: [30] })} SELECT first_order FROM paths`,
+        `WITH ${pathsSql({ clientId: '$1::uuid', environment: '$2::environment', orders: EVERY_ORDER, windows: [30] })} SELECT first_order FROM paths`,
         [client.client_id, 'production'],
       )).map((row) => row.first_order),
       [true],
@@ -217,7 +217,7 @@ describe('paths', () => {
       order('y', 'c2'),
     ]);
     const rows = await service.db.query<{ order_id: string; first_order: boolean }>(
-      `WITH ${pathsSql({ clientId: '$1::uuid', environment: '$2::text', orders: { purchasedFrom: '$3::timestamptz', purchasedBefore: "'infinity'::timestamptz" }, windows: [7, 30] })}
+      `WITH ${pathsSql({ clientId: '$1::uuid', environment: '$2::environment', orders: { purchasedFrom: '$3::timestamptz', purchasedBefore: "'infinity'::timestamptz" }, windows: [7, 30] })}
        SELECT order_id, window_days, first_order FROM paths ORDER BY order_id, window_days`,
       [client.client_id, 'production', before(10)],
     );
@@ -248,7 +248,7 @@ describe('paths', () => {
     ]);
     const models: ModelId[] = ['linear', 'last_touch_non_direct'];
     const rows = await service.db.query<{ model: string; path_id: string; touchpoint_id: string | null; campaign_id: string | null; credit: string | null }>(
-      `WITH ${pathsSql({ clientId: '$1::uuid', environment: '$2::text', orders: EVERY_ORDER, windows: [7, 30] })}
+      `WITH ${pathsSql({ clientId: '$1::uuid', environment: '$2::environment', orders: EVERY_ORDER, windows: [7, 30] })}
        SELECT model, path_id, CASE WHEN NOT unattributed THEN touchpoint_id END AS touchpoint_id,
               CASE WHEN NOT unattributed THEN campaign_id END AS campaign_id,
               CASE WHEN unattributed THEN 'unattributed' ELSE (credit_parts * purchase_total * 0.000000001)::text END AS credit

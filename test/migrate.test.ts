@@ -5,6 +5,7 @@ import type { Database } from '../src/db/index.js';
 import { TABLE_PLACEMENT, tablesWithoutPlacement } from '../src/db/citus.js';
 import { migrate } from '../src/db/migrate.js';
 import { openPostgres } from '../src/db/postgres.js';
+import { splitStatements } from '../src/db/sql-script.js';
 import { createTestDatabase, serverUrl, type TestDatabase } from './helpers.js';
 
 /** Every migration file, by version, in the order they apply. */
@@ -60,6 +61,36 @@ test('every table of the schema has its placement for Citus, and every placement
       `SELECT table_name AS name FROM information_schema.tables WHERE table_schema = current_schema() AND table_type = 'BASE TABLE'`,
     );
     assert.deepEqual(rows.map((row) => row.name).sort(), Object.keys(TABLE_PLACEMENT).sort());
+  });
+});
+
+test("a store of text environments keeps each row's as the enum (migration 0026), which takes nothing else", async () => {
+  await withStore({ migrated: false }, async ({ db }) => {
+    const before = VERSIONS.filter((version) => version < '0026');
+    // The store as migrate() left it before 0026: those migrations applied and recorded.
+    await db.exec('CREATE TABLE schema_migrations (version text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())');
+    for (const version of before) {
+      for (const statement of splitStatements(fs.readFileSync(new URL(`../migrations/${version}.sql`, import.meta.url), 'utf8'))) await db.exec(statement);
+      await db.query('INSERT INTO schema_migrations (version) VALUES ($1)', [version]);
+    }
+    const client = '6b1f0c1e-2d3a-4e5b-8c6d-7e8f9a0b1c2d';
+    await db.query("INSERT INTO clients (client_id, name) VALUES ($1, 'kept')", [client]);
+    await db.query("INSERT INTO identities (client_id, environment, visitor_id, customer_id, linked_at) VALUES ($1, 'production', 'v1', 'c1', now()), ($1, 'uat', 'v2', 'c2', now())", [client]);
+
+    assert.deepEqual(await migrate(db), { applied: VERSIONS.filter((version) => version >= '0026') });
+    assert.deepEqual(await db.query('SELECT visitor_id, environment FROM identities ORDER BY visitor_id'), [
+      { visitor_id: 'v1', environment: 'production' },
+      { visitor_id: 'v2', environment: 'uat' },
+    ]);
+    assert.deepEqual(await db.query("SELECT visitor_id FROM identities WHERE client_id = $1 AND environment = $2", [client, 'uat']), [{ visitor_id: 'v2' }]);
+    const textColumns = await db.query(
+      "SELECT table_name FROM information_schema.columns WHERE table_schema = current_schema() AND column_name = 'environment' AND udt_name <> 'environment'",
+    );
+    assert.deepEqual(textColumns, []);
+    await assert.rejects(
+      db.query("INSERT INTO identities (client_id, environment, visitor_id, customer_id, linked_at) VALUES ($1, 'staging', 'v3', 'c3', now())", [client]),
+      (error: { code?: string }) => error.code === '22P02',
+    );
   });
 });
 

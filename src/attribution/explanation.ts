@@ -20,7 +20,7 @@ export function createAttributionExplainer(db: Database) {
      */
     async explain(tenant: Tenant, orderId: string, model: ModelId, window: AttributionWindow): Promise<string | undefined> {
       const [row] = await db.query<{ explanation: string }>(
-        `WITH ${pathsSql({ clientId: '$1::uuid', environment: '$2::text', orders: { orderId: '$3::text' }, windows: [window] })}
+        `WITH ${pathsSql({ clientId: '$1::uuid', environment: '$2::environment', orders: { orderId: '$3::text' }, windows: [window] })}
          SELECT json_build_object(
                   'order_id', p.order_id, 'customer_id', p.customer_id, 'time_of_purchase', utc_iso(p.time_of_purchase),
                   'purchase_total', p.purchase_total, 'currency', p.currency, 'first_time', p.first_order,

@@ -77,7 +77,7 @@ export function createSpendRepository(db: Database, collection: SpendCollection)
   const upsertSql = `WITH ${input},
     accounts AS (
       INSERT INTO ad_accounts (client_id, environment, platform_name, platform_account_id)
-      SELECT DISTINCT $2::uuid, $3, platform_name, platform_account_id FROM input
+      SELECT DISTINCT $2::uuid, $3::environment, platform_name, platform_account_id FROM input
        ORDER BY 3, 4
       ON CONFLICT DO NOTHING),
     upserted AS (

@@ -218,7 +218,7 @@ export function createTouchpointRepository(db: Database) {
     /** One page of the touchpoints a filter matches, by occurred_at then touchpoint_id, and how many there are. */
     async list(tenant: Tenant, filter: TouchpointFilter, page: number, pageSize: number): Promise<{ items: string; total: number }> {
       const params = new Parameters();
-      const [client, environment] = [params.add(tenant.clientId, 'uuid'), params.add(tenant.environment, 'text')];
+      const [client, environment] = [params.add(tenant.clientId, 'uuid'), params.add(tenant.environment, 'environment')];
       // Every table's rows are the client's by its own condition, not only through a join: Citus
       // then sends the whole statement to the client's shard.
       const tenantOf = (alias: string) => `${alias}.client_id = ${client} AND ${alias}.environment = ${environment}`;
