@@ -5,7 +5,9 @@
 -- ingestion's time goes").
 --
 -- Nothing reads the id from this index: the period's touchpoints are read from the heap (migration
--- 0012), and each statement that orders by (occurred_at, touchpoint_id) sorts what it reads.
+-- 0012). The list by time alone, ordered by (occurred_at, touchpoint_id), reads the index in time
+-- order and sorts the touchpoints of each instant by id as it goes (an incremental sort, which
+-- stops at the page asked; both stores plan it so).
 --
 -- As with 0012, the table is locked while the index builds: a store with many millions of
 -- touchpoints should apply this at a quiet hour (`npx tributary migrate`).

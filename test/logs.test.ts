@@ -54,14 +54,14 @@ test('logs carry no API key, admin token or personal data, whatever the request'
 });
 
 test('a database error is logged without the row values its message and detail may quote', () => {
-  const error = Object.assign(new Error('new row for relation "orders" violates check constraint, jane@example.com'), {
+  const error = Object.assign(new Error('new row for relation "touchpoints" violates check constraint, jane@example.com'), {
     code: '23514',
     detail: 'Failing row contains (jane@example.com, +15555550100).',
-    table: 'orders',
-    constraint: 'orders_environment_check',
+    table: 'touchpoints',
+    constraint: 'touchpoints_check',
   });
   const logged = JSON.stringify(errorForLog(error));
   assert.ok(!logged.includes('jane@example.com') && !logged.includes('+1555'), logged);
   assert.match(logged, /"code":"23514"/);
-  assert.match(logged, /"constraint":"orders_environment_check"/);
+  assert.match(logged, /"constraint":"touchpoints_check"/);
 });

@@ -87,6 +87,10 @@ test("a store of text environments keeps each row's as the enum (migration 0026)
       "SELECT table_name FROM information_schema.columns WHERE table_schema = current_schema() AND column_name = 'environment' AND udt_name <> 'environment'",
     );
     assert.deepEqual(textColumns, []);
+    const environmentChecks = await db.query(
+      "SELECT conname FROM pg_constraint WHERE contype = 'c' AND connamespace = current_schema()::regnamespace AND pg_get_constraintdef(oid) LIKE '%environment%'",
+    );
+    assert.deepEqual(environmentChecks, [], 'the type is the check');
     await assert.rejects(
       db.query("INSERT INTO identities (client_id, environment, visitor_id, customer_id, linked_at) VALUES ($1, 'staging', 'v3', 'c3', now())", [client]),
       (error: { code?: string }) => error.code === '22P02',

@@ -22,6 +22,12 @@ export async function migrate(db: Database): Promise<MigrationResult> {
   const files = (await fs.readdir(MIGRATIONS_DIR)).filter((name) => name.endsWith('.sql')).sort();
   return db.transaction(async (tx) => {
     await tx.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK]);
+    const citus = await hasCitus(tx);
+    // Citus refuses a type's DDL (migration 0026's CREATE TYPE) in a transaction that has already
+    // run DDL on a distributed table over several connections, as an upgrade applying 0025 and
+    // 0026 together would. Migrations so run over one connection per node: slower across many
+    // shards, but every upgrade applies.
+    if (citus) await tx.query("SET LOCAL citus.multi_shard_modify_mode TO 'sequential'");
     await tx.exec(`CREATE TABLE IF NOT EXISTS schema_migrations (
       version text PRIMARY KEY,
       applied_at timestamptz NOT NULL DEFAULT now()
@@ -39,7 +45,7 @@ export async function migrate(db: Database): Promise<MigrationResult> {
       await tx.query('INSERT INTO schema_migrations (version) VALUES ($1)', [version]);
       applied.push(version);
     }
-    if (await hasCitus(tx)) await placeTables(tx);
+    if (citus) await placeTables(tx);
     return { applied };
   });
 }
