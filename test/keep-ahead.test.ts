@@ -20,6 +20,7 @@ const app = service.production;
 const ZONE = 'America/New_York';
 /** More than the keeper's piece of 30 days: two pieces. */
 const DAYS = 40;
+/** The instant of every test here, the keepers' clock included: a run across midnight in ZONE has one today. */
 const now = new Date();
 const today = localToday(ZONE, now);
 /** Noon of the local day `days` before today, as an instant (New York is 4 or 5 hours behind UTC). */
@@ -305,7 +306,7 @@ const everyModelKept = async (client: TestClient) => {
 
 test('the keeper keeps them ahead in the background, and computes every model again after a late write', async () => {
   const other = await clientWithData('kept by the keeper');
-  const keeper = startKeptTotalsKeeper({ db: service.db, intervalMs: 20, keepersDays: DAYS });
+  const keeper = startKeptTotalsKeeper({ db: service.db, intervalMs: 20, keepersDays: DAYS, clock: () => now });
   try {
     await waitFor('the keeper kept the days ahead', async () => !(await due(now)).includes(other.client_id) && (await everyModelKept(other)));
     const before = await Promise.all(aheadTotals.map((totals) => keptDays(other, totals)));
@@ -343,7 +344,7 @@ test("after a report took a late write's change, the keeper computes again what 
   assert.deepEqual(await keptDays(client, 'paths'), before[kept.indexOf('paths')], 'the paths stay kept');
   assert.deepEqual(await keptPath(client, 'o2'), ['', 'late', 't4'], "o2's kept path holds the late touchpoint");
 
-  const keeper = startKeptTotalsKeeper({ db: service.db, intervalMs: 20, keepersDays: DAYS });
+  const keeper = startKeptTotalsKeeper({ db: service.db, intervalMs: 20, keepersDays: DAYS, clock: () => now });
   const staleDays = async () => (await service.db.query('SELECT FROM attribution_days WHERE client_id = $1 AND stale', [client.client_id])).length;
   try {
     await waitFor('the keeper computed the stale days again', async () => (await staleDays()) === 0 && (await everyModelKept(client)));
@@ -423,7 +424,7 @@ test('a client whose kept totals cannot be computed is logged and left alone for
   });
   const errors: { client_id?: string }[] = [];
   const logger = { error: (fields: { client_id?: string }) => errors.push(fields) } as unknown as Logger;
-  const keeper = startKeptTotalsKeeper({ db: failingDb, intervalMs: 10, keepersDays: DAYS, logger });
+  const keeper = startKeptTotalsKeeper({ db: failingDb, intervalMs: 10, keepersDays: DAYS, logger, clock: () => now });
   /** A change noted, or days it made stale: what the keeper has to compute. */
   const toCompute = async (client: TestClient) =>
     (await changesNoted(client)) +
