@@ -116,7 +116,8 @@ export interface ChangedKey {
  * Takes the keys a client's writes noted: locks them in the order writes lock them (waiting for
  * a write noting one to commit, whose note it then reads as that write left it), and deletes
  * them. Keys written after the statement began are the next report's. The report's first lock
- * after its client's (markChangedDaysStale), and an erasure's.
+ * after its client's (markChangedDaysStale), and an erasure's. The times are made text outside
+ * the DELETE: the cast reads the session's time zone, which Citus refuses in a RETURNING.
  */
 export function takeChangedKeys(tx: Queryable, { clientId, environment }: Tenant): Promise<ChangedKey[]> {
   return tx.query<ChangedKey>(
@@ -125,10 +126,13 @@ export function takeChangedKeys(tx: Queryable, { clientId, environment }: Tenant
         WHERE client_id = $1 AND environment = $2
         ORDER BY visitor_id COLLATE "C", customer_id COLLATE "C"
           FOR UPDATE
+     ),
+     deleted AS (
+       DELETE FROM attribution_change_keys k USING taken t
+        WHERE k.client_id = $1 AND k.environment = $2 AND k.visitor_id = t.visitor_id AND k.customer_id = t.customer_id
+       RETURNING k.visitor_id, k.customer_id, k.earliest, k.latest, k.linked
      )
-     DELETE FROM attribution_change_keys k USING taken t
-      WHERE k.client_id = $1 AND k.environment = $2 AND k.visitor_id = t.visitor_id AND k.customer_id = t.customer_id
-     RETURNING k.visitor_id, k.customer_id, k.earliest::text AS earliest, k.latest::text AS latest, k.linked`,
+     SELECT visitor_id, customer_id, earliest::text AS earliest, latest::text AS latest, linked FROM deleted`,
     [clientId, environment],
   );
 }
