@@ -3,7 +3,7 @@ import { DAY_MS, UNLIMITED, windowDaysSql } from '../attribution/models.js';
 import { KEPT_PATH_COLUMNS, LONGEST_KEPT_WINDOW, pathsSql, pathsToKeepSql } from '../attribution/paths.js';
 import type { Tenant } from '../auth/tenant.js';
 import type { Database, Queryable } from '../db/index.js';
-import { localDayStart } from '../db/local-days.js';
+import { instantPlus, localDayStart } from '../db/local-days.js';
 import { AD_COLUMNS, KEPT_PATHS, KEPT_VISITS, attributionCtes, keptTotalsKey, type AttributionCombination, type AttributionSqlContext } from './attributed-rows.js';
 import { addDays, type Period } from './period.js';
 import { LOCAL_DAYS_AS_INSTANTS, type RowsPlan } from './rows.js';
@@ -91,7 +91,7 @@ export function markChangedDaysStale(db: Database, { tenant, timeZone }: Pick<Ke
     const [change] = await tx.query<{ earliest: string | null }>('SELECT min(e)::text AS earliest FROM unnest($1::timestamptz[]) AS e', [slots.map((slot) => slot.earliest)]);
     if (change!.earliest === null && keyed.creditsFrom === null && keyed.visitDays.length === 0) return;
     // Accrual days kept with the orders before a day (migration 0022) are left to a change of orders from that day on.
-    const changedFrom = (instant: string) => `day >= ((${instant}::timestamptz - lookback_days * interval '${DAY_MS} milliseconds') AT TIME ZONE $4)::date
+    const changedFrom = (instant: string) => `day >= (${instantPlus(`${instant}::timestamptz`, `-lookback_days * interval '${DAY_MS} milliseconds'`)} AT TIME ZONE $4)::date
           AND (orders_before IS NULL OR ${instant}::timestamptz < ${localDayStart('orders_before', '$4')})`;
     await tx.query(
       `UPDATE attribution_days SET stale = true

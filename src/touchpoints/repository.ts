@@ -68,8 +68,7 @@ export type TouchpointRepository = ReturnType<typeof createTouchpointRepository>
 
 /**
  * `written`: the touchpoints of writeParameters inserted or replaced at its time, with whether
- * each was inserted, and more than a day late (LATE_AFTER), its keys, its occurred_at and the one
- * it replaced. The tenant is $1, $2.
+ * each was inserted, its keys, its occurred_at and the one it replaced. The tenant is $1, $2.
  *
  * Touchpoints have no foreign key to clients: its check, run for every row, was a sixth of the
  * statement's time (migration 0025). `client` takes the lock the check took, once, and without
@@ -86,7 +85,13 @@ written AS (
     ${VALUES.map((name) => `${name} = excluded.${name}`).join(', ')},
     updated_at = greatest(t.updated_at, excluded.updated_at),
     replaced_occurred_at = t.occurred_at
-  RETURNING xmax = 0 AS inserted, (xmax = 0 AND occurred_at < $3::timestamptz - ${LATE_AFTER}) AS late, visitor_id, customer_id, occurred_at, replaced_occurred_at)`;
+  RETURNING xmax = 0 AS inserted, visitor_id, customer_id, occurred_at, replaced_occurred_at)`;
+/**
+ * Whether a touchpoint of `written` was inserted more than a day (LATE_AFTER) before the write's
+ * time. Not in the INSERT's RETURNING, which Citus computes on a worker and so refuses a stable
+ * expression in (the time arithmetic reads the session's time zone).
+ */
+const LATE = `(inserted AND occurred_at < $3::timestamptz - ${LATE_AFTER})`;
 /**
  * After WRITTEN_CTE, `keyed`: the keys of the touchpoints of `written` noted by key, as
  * noteChangedKeysSql takes them (src/attribution/changes.ts): the late ones, when there are at
@@ -94,14 +99,14 @@ written AS (
  */
 const KEYED_CTE = `keyed AS (
   SELECT coalesce(visitor_id, '') AS visitor_id, coalesce(customer_id, '') AS customer_id, occurred_at AS earliest, occurred_at AS latest, ${LINKED.none} AS linked
-    FROM written WHERE late AND (SELECT count(*) FROM written WHERE late) <= ${LATE_TOUCHPOINTS_KEYED})`;
+    FROM written WHERE ${LATE} AND (SELECT count(*) FROM written WHERE ${LATE}) <= ${LATE_TOUCHPOINTS_KEYED})`;
 /**
  * The attribution change of the touchpoints of `written` not noted by key (after KEYED_CTE): the
  * earliest of their times, and of the times of those they replaced, as the upsert replaced them
  * (migration 0019). A pipeline that sends a batch again (a retry) so notes the batch's own days,
  * where it used to note every instant and drop every kept day of its client.
  */
-const WRITTEN_EARLIEST = 'SELECT min(least(occurred_at, replaced_occurred_at)) FROM written WHERE NOT (late AND EXISTS (SELECT FROM keyed))';
+const WRITTEN_EARLIEST = `SELECT min(least(occurred_at, replaced_occurred_at)) FROM written WHERE NOT (${LATE} AND EXISTS (SELECT FROM keyed))`;
 /** How many touchpoints `written` inserted and replaced, and whether their client still exists (the lock of WRITTEN_CTE found its row). */
 const WRITTEN_COUNTS =
   'SELECT count(*) FILTER (WHERE inserted)::int AS inserted, count(*) FILTER (WHERE NOT inserted)::int AS updated, EXISTS (SELECT 1 FROM client) AS client_found FROM written';
