@@ -1,5 +1,6 @@
 import fs from 'node:fs';
 import type { Database, Queryable } from '../src/db/index.js';
+import { citusStatementRules } from './citus-statement-rules.js';
 
 /**
  * On Citus, where each statement of the service runs: `one shard` (every task of its plan is one
@@ -53,11 +54,14 @@ function serviceCaller(): string | undefined {
 }
 
 /**
- * `db` with every statement the service sends through it recorded, and a check of their routing:
- * `check` EXPLAINs each (once per text) and throws when one about a client reaches every shard.
- * With CITUS_ROUTING_REPORT naming a file, each statement's routing is appended to it (JSON lines).
+ * `db` (a database of the PostgreSQL server or Citus coordinator at `url`) with every statement
+ * the service sends through it recorded, and `check`, which throws when one would fail on Citus:
+ * on any server, when one that writes calls a function Citus refuses there
+ * (citus-statement-rules.ts); on Citus, also when one about a client reaches every shard (each
+ * text EXPLAINed once). With CITUS_ROUTING_REPORT naming a file, each statement's routing is
+ * appended to it (JSON lines).
  */
-export function recordingRoutes(db: Database): { db: Database; check(): Promise<void> } {
+export function recordingStatements(db: Database, { url, citus }: { url: string; citus: boolean }): { db: Database; check(): Promise<void> } {
   const seen = new Map<string, Recorded>();
   const record = (text: string, params: readonly unknown[] = []) => {
     const sql = text.replace(CURSOR, '');
@@ -79,14 +83,36 @@ export function recordingRoutes(db: Database): { db: Database; check(): Promise<
   return {
     db: wrapped,
     async check() {
-      const routed = [];
-      for (const [sql, { params, from }] of seen) routed.push({ sql, from, routing: await routingOf(db, sql, params) });
-      const report = process.env.CITUS_ROUTING_REPORT;
-      if (report) fs.appendFileSync(report, routed.map((entry) => `${JSON.stringify(entry)}\n`).join(''));
-      const wide = routed.filter(({ sql, routing }) => routing === 'shards' && !ACROSS_CLIENTS.some((pattern) => pattern.test(sql)));
-      if (wide.length > 0) throw new Error(`Statements sent to every shard:\n${wide.map(({ from, sql }) => `${from}: ${sql}`).join('\n\n')}`);
+      await checkStatementRules(url, seen);
+      if (citus) await checkRouting(db, seen);
     },
   };
+}
+
+const WRITES = /\b(INSERT|UPDATE|DELETE)\b/i;
+
+async function checkStatementRules(url: string, seen: Map<string, Recorded>): Promise<void> {
+  const rules = await citusStatementRules(url);
+  const refused: string[] = [];
+  try {
+    for (const [sql, { from }] of seen) {
+      if (!WRITES.test(sql)) continue;
+      const refusals = await rules.refusals(sql);
+      if (refusals.length > 0) refused.push(`${from}: ${refusals.join('; ')}\n${sql}`);
+    }
+  } finally {
+    await rules.close();
+  }
+  if (refused.length > 0) throw new Error(`Statements Citus refuses:\n${refused.join('\n\n')}`);
+}
+
+async function checkRouting(db: Database, seen: Map<string, Recorded>): Promise<void> {
+  const routed = [];
+  for (const [sql, { params, from }] of seen) routed.push({ sql, from, routing: await routingOf(db, sql, params) });
+  const report = process.env.CITUS_ROUTING_REPORT;
+  if (report) fs.appendFileSync(report, routed.map((entry) => `${JSON.stringify(entry)}\n`).join(''));
+  const wide = routed.filter(({ sql, routing }) => routing === 'shards' && !ACROSS_CLIENTS.some((pattern) => pattern.test(sql)));
+  if (wide.length > 0) throw new Error(`Statements sent to every shard:\n${wide.map(({ from, sql }) => `${from}: ${sql}`).join('\n\n')}`);
 }
 
 interface PlanNode {

@@ -15,7 +15,7 @@ import { createLogger } from '../src/logger.js';
 import { openPglite } from '../src/db/pglite.js';
 import { openPostgres } from '../src/db/postgres.js';
 import { createExportJobs } from '../src/exports/jobs.js';
-import { recordingRoutes } from './citus-routing.js';
+import { recordingStatements } from './citus-routing.js';
 import { createScratchDatabase } from './databases.js';
 import { createExportProducer } from '../src/exports/produce.js';
 import { startExportWorker, type ExportWorkerOptions } from '../src/exports/worker.js';
@@ -48,16 +48,17 @@ export async function createTestDatabase({ migrated = true }: { migrated?: boole
   }
   const scratch = await createScratchDatabase({ url: serverUrl, citus: Boolean(citusUrl) }, 'tributary_test');
   const postgres = openPostgres({ connectionString: scratch.url, poolSize: 10 });
-  // On Citus, every statement of the service is checked to stay on one shard when it is about one client.
-  const routes = citusUrl ? recordingRoutes(postgres) : undefined;
-  const db = routes?.db ?? postgres;
+  // Every statement of the service that writes is checked to call only what Citus allows there,
+  // and on Citus, every statement to stay on one shard when it is about one client.
+  const routes = recordingStatements(postgres, { url: scratch.url, citus: Boolean(citusUrl) });
+  const db = routes.db;
   if (migrated) await migrate(db);
   return {
     db,
     url: scratch.url,
     async drop() {
       try {
-        await routes?.check();
+        await routes.check();
       } finally {
         await db.close();
         await scratch.drop();
