@@ -92,8 +92,28 @@ async function dropDatabase(url: string, name: string): Promise<void> {
  */
 async function dropCitusDatabase(coordinatorUrl: string, name: string, workers: ClusterNode[]): Promise<void> {
   const admin = decodeURIComponent(new URL(coordinatorUrl).pathname.slice(1));
-  for (const worker of workers) await dropDatabase(inDatabase(coordinatorUrl, admin, worker), name);
-  await dropDatabase(coordinatorUrl, name);
+  for (const worker of workers) await dropWhenLeft(inDatabase(coordinatorUrl, admin, worker), name);
+  await dropWhenLeft(coordinatorUrl, name);
+}
+
+/** PostgreSQL's "database … is being accessed by other users": a session it could not end in 5 s. */
+const OBJECT_IN_USE = '55006';
+
+/**
+ * Drops database `name` of a Citus node, trying again while it is refused for a session it could
+ * not end: Citus's maintenance daemon of each node connects to every database with the extension
+ * (its distributed deadlock detection, every 2 s), and a DROP meeting one of its connections was
+ * refused now and then under load, failing a test file that had passed.
+ */
+async function dropWhenLeft(url: string, name: string, attempts = 10): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await dropDatabase(url, name);
+    } catch (error) {
+      if ((error as { code?: string }).code !== OBJECT_IN_USE || attempt === attempts) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 500));
+    }
+  }
 }
 
 /** A new, empty database named `<prefix>_<random hex>` on `server`, unmigrated. */
