@@ -14,6 +14,13 @@ interface StopMessage {
 const isStopMessage = (message: unknown): message is StopMessage => typeof (message as StopMessage | null)?.stop === 'string';
 
 const RESTART_DELAY_MS = 1_000;
+/** How long a worker may take to stop once told to: its own grace period, and a little more to exit. */
+const STOP_LIMIT_MS = SHUTDOWN_GRACE_MS + 2_000;
+/**
+ * How long a worker still loading when the service stops may take to be ready, be told again and
+ * stop: it has nothing in flight, but its grace period counts from when it can hear the stop.
+ */
+const LOADING_STOP_LIMIT_MS = 60_000;
 const MAX_RESTART_DELAY_MS = 30_000;
 
 /**
@@ -78,6 +85,8 @@ async function superviseApiProcesses(config: Config, processes: number): Promise
   // Kept here rather than read from cluster.workers, which may still list a worker that has exited.
   const live = new Set<Worker>();
   const ready = new Set<Worker>();
+  /** When each worker told to stop is killed, with every other, if it has not exited by then. */
+  const stopDeadlines = new Map<Worker, NodeJS.Timeout>();
   let serving = false;
   let stopping: NodeJS.Signals | undefined;
   // A signal that killed a worker still loading: the process group's, whose copy for this process
@@ -92,7 +101,7 @@ async function superviseApiProcesses(config: Config, processes: number): Promise
     worker.on('message', (message) => {
       if (message !== READY) return;
       // A stop sent while the worker was still loading, before it listened, was lost: again.
-      if (stopping) return void worker.send({ stop: stopping } satisfies StopMessage);
+      if (stopping) return tellToStop(worker, STOP_LIMIT_MS);
       ready.add(worker);
       restartDelayMs = RESTART_DELAY_MS;
       if (ready.size === processes) {
@@ -107,17 +116,23 @@ async function superviseApiProcesses(config: Config, processes: number): Promise
     if (live.size === 0) process.exit();
   };
 
+  const tellToStop = (worker: Worker, limitMs: number) => {
+    if (worker.isConnected()) worker.send({ stop: stopping! } satisfies StopMessage);
+    clearTimeout(stopDeadlines.get(worker));
+    stopDeadlines.set(worker, setTimeout(() => killAll(logger, live, 'API processes did not stop in time: killing them'), limitMs).unref());
+  };
+
   const stop = (code: number, signal: NodeJS.Signals) => {
     if (stopping) return finish(code);
     stopping = signal;
-    for (const worker of live) if (worker.isConnected()) worker.send({ stop: signal } satisfies StopMessage);
-    // The workers' own grace period, and a little more for them to exit.
-    setTimeout(() => killAll(logger, live, 'API processes did not stop in time: killing them'), SHUTDOWN_GRACE_MS + 2_000).unref();
+    for (const worker of live) tellToStop(worker, ready.has(worker) ? STOP_LIMIT_MS : LOADING_STOP_LIMIT_MS);
     finish(code);
   };
 
   cluster.on('exit', (worker, code, signal) => {
     live.delete(worker);
+    clearTimeout(stopDeadlines.get(worker));
+    stopDeadlines.delete(worker);
     const wasReady = ready.delete(worker);
     // A worker still loading when the process group got the signal dies of it, with nothing in flight.
     const killedLoading = !wasReady && (signal === 'SIGTERM' || signal === 'SIGINT');
