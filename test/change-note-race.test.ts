@@ -110,7 +110,7 @@ test("an order link written while its order is being written: the customer's ear
   const link = { data: [{ visitor_id: 'v', order_id: 'x' }] };
   // kept: the order's transaction is open (its change noted) when the link commits.
   const [ordering, linking] = await holdOnDistinctSlots(service.db, 2);
-  await createOrderRepository(ordering!.db).upsert(tenantOf(kept), x, [], {});
+  await createOrderRepository(ordering!.db).upsert(tenantOf(kept), x, ['x'], [], {});
   await createTouchpointRepository(linking!.db).link(tenantOf(kept), JSON.stringify(link), new Date());
   await linking!.commit();
   await ordering!.commit();

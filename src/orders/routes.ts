@@ -162,7 +162,7 @@ export const orderUpsertRoute: FastifyPluginAsyncTypebox<{ path: UpsertPath }> =
       const aliases = aliasesOf(batch);
       const { orders } = request.store;
       await checkBatch(orders, request.rawBody!, aliases);
-      const result = await orders.upsert(request.tenant, request.rawBody!, aliases, path.defaults).catch((error: unknown) => {
+      const result = await orders.upsert(request.tenant, request.rawBody!, batch.map((order) => order.order_id), aliases, path.defaults).catch((error: unknown) => {
         throw error instanceof AliasConflictError ? conflictError(error, aliases) : error;
       });
       return {
