@@ -4,8 +4,9 @@
  * PostgreSQL (and Citus) once more with two API processes (`WEB_CONCURRENCY=2`). Then the
  * ceilings, on the same store with the server stopped: (1) the same batches through the data
  * layer directly (no HTTP, no validation), (2) the same orders loaded by the database itself
- * with COPY into a table of the orders' shape (no aliases). Also validation alone (JSON parsing
- * and the schema), and the server's start-up time to /readyz.
+ * with COPY into a table of the orders' shape (no aliases), (3) the same batches upserted as JSON
+ * by one plain statement into such a table: the order writes' target is a share of that one.
+ * Also validation alone (JSON parsing and the schema), and the server's start-up time to /readyz.
  *
  *   npm run bench:orders                      # both stores; PostgreSQL from DATABASE_URL
  *   BENCH_SECONDS=30 BENCH_CONNECTIONS=8 npm run bench:orders
@@ -39,20 +40,23 @@ function copyRows(batchJson: string, clientId: string): string {
 }
 const COPY_COLUMNS = '(client_id, environment, order_id, time_of_purchase, body, created_at, updated_at)';
 
-/** COPY into a table of the orders' shape (columns, generated columns, indexes): a sender per store. */
-async function copySender(store: Store): Promise<{ send: (csv: string) => Promise<void>; close: () => Promise<void> }> {
-  const create = 'CREATE TABLE orders_copy (LIKE orders INCLUDING ALL)';
+/** Statements and COPY straight to the store, past the service: how the ceilings are measured. */
+interface RawStore {
+  query(sql: string, params?: unknown[]): Promise<unknown>;
+  copy(sql: string, csv: string): Promise<void>;
+  close(): Promise<void>;
+}
+
+async function rawStore(store: Store): Promise<RawStore> {
   if (store.env.DATABASE_URL) {
     const pool = new pg.Pool({ connectionString: store.env.DATABASE_URL, max: CONNECTIONS });
-    await pool.query(create);
-    // On Citus, placed as orders is: its rows go to the client's shard, through the coordinator.
-    if (store.name === 'citus') await pool.query(`SELECT create_distributed_table('orders_copy', 'client_id', colocate_with => 'orders')`);
     return {
-      async send(csv) {
+      query: (sql, params) => pool.query(sql, params),
+      async copy(sql, csv) {
         const client = await pool.connect();
         try {
           await new Promise<void>((resolve, reject) => {
-            const stream = client.query(copyFrom(`COPY orders_copy ${COPY_COLUMNS} FROM STDIN WITH (FORMAT csv)`));
+            const stream = client.query(copyFrom(`${sql} FROM STDIN WITH (FORMAT csv)`));
             stream.on('finish', resolve).on('error', reject);
             stream.end(csv);
           });
@@ -64,13 +68,43 @@ async function copySender(store: Store): Promise<{ send: (csv: string) => Promis
     };
   }
   const db = new PGlite(`${store.env.DATA_DIR}/pglite`);
-  await db.exec(create);
   return {
-    async send(csv) {
-      await db.query(`COPY orders_copy ${COPY_COLUMNS} FROM '/dev/blob' WITH (FORMAT csv)`, [], { blob: new Blob([csv]) });
-    },
+    query: (sql, params) => db.query(sql, params),
+    copy: async (sql, csv) => void (await db.query(`${sql} FROM '/dev/blob' WITH (FORMAT csv)`, [], { blob: new Blob([csv]) })),
     close: () => db.close(),
   };
+}
+
+/**
+ * A table of the orders' shape (columns, generated columns, indexes), placed as orders is on
+ * Citus: its rows go to the client's shard, through the coordinator.
+ */
+async function createTableLikeOrders(raw: RawStore, store: Store, table: string) {
+  await raw.query(`CREATE TABLE ${table} (LIKE orders INCLUDING ALL)`);
+  if (store.name === 'citus') await raw.query(`SELECT create_distributed_table('${table}', 'client_id', colocate_with => 'orders')`);
+}
+
+/** Ceiling 2: the orders loaded by the database itself with COPY (no aliases, no upsert). */
+async function copySender(raw: RawStore, store: Store) {
+  await createTableLikeOrders(raw, store, 'orders_copy');
+  return (csv: string) => raw.copy(`COPY orders_copy ${COPY_COLUMNS}`, csv);
+}
+
+/**
+ * Ceiling 3: the batch as sent, upserted as JSON by one plain statement into a table of the
+ * orders' shape: what an order write would cost with nothing but storing itself (no validation,
+ * aliases, change notes or locks taken ahead).
+ */
+async function plainUpsertSender(raw: RawStore, store: Store, clientId: string) {
+  await createTableLikeOrders(raw, store, 'orders_plain');
+  return async (batchJson: string) =>
+    void (await raw.query(
+      `INSERT INTO orders_plain (client_id, environment, order_id, time_of_purchase, body, created_at, updated_at)
+       SELECT $1, 'production', b->>'order_id', (b->>'time_of_purchase')::timestamptz, b, now(), now()
+         FROM jsonb_array_elements($2::jsonb) AS b ORDER BY 3
+       ON CONFLICT (client_id, environment, order_id) DO UPDATE SET time_of_purchase = excluded.time_of_purchase, body = excluded.body, updated_at = excluded.updated_at`,
+      [clientId, batchJson],
+    ));
 }
 
 /** Batches parsed and validated as the API does, on this process's one core: orders/s. */
@@ -136,24 +170,29 @@ async function benchStore(store: Store): Promise<string[][]> {
     const orders = createOrderRepository(db);
     const tenant = { clientId, environment: 'production' as const, dryRun: false };
     const direct = await runPhase(
-      async (body) => void (await orders.upsert(tenant, body, aliasesOf(JSON.parse(body) as Order[]))),
+      async (body) => {
+        const batch = JSON.parse(body) as Order[];
+        await orders.upsert(tenant, body, batch.map((order) => order.order_id), aliasesOf(batch));
+      },
       batchesWithIds('d'),
       SECONDS,
     );
     await db.close();
 
-    // Ceiling 2: COPY of the same orders.
-    const copy = await copySender(store);
-    const copied = await runPhase(copy.send, batchesWithIds('c', templates.map((template) => copyRows(template, clientId))), SECONDS);
-    await copy.close();
+    // Ceilings 2 and 3: COPY of the same orders, and their plain upsert.
+    const raw = await rawStore(store);
+    const copied = await runPhase(await copySender(raw, store), batchesWithIds('c', templates.map((template) => copyRows(template, clientId))), SECONDS);
+    const plain = await runPhase(await plainUpsertSender(raw, store, clientId), batchesWithIds('p'), SECONDS);
+    await raw.close();
 
-    const share = (ceiling: PhaseResult) => Math.round((100 * ordersPerSecond(single.inserts)) / ordersPerSecond(ceiling));
-    console.log(`${store.name}: HTTP inserts are ${share(direct)}% of the data layer and ${share(copied)}% of COPY`);
+    const share = (ceiling: PhaseResult) => (ordersPerSecond(single.inserts) / ordersPerSecond(ceiling)).toFixed(2);
+    console.log(`${store.name}: HTTP inserts are ${share(plain)} of the plain upsert, ${share(direct)} of the data layer and ${share(copied)} of COPY`);
     return [
       row(store.name, 'HTTP insert', single.inserts, single.rss),
       row(store.name, 'HTTP update', single.updates, single.rss),
       ...(two ? [row(store.name, 'HTTP insert, 2 processes', two.inserts, two.rss), row(store.name, 'HTTP update, 2 processes', two.updates, two.rss)] : []),
       row(store.name, 'data layer insert', direct, undefined),
+      row(store.name, 'plain upsert (ceiling)', plain, undefined),
       row(store.name, 'COPY (no aliases)', copied, undefined),
     ];
   } finally {
