@@ -75,6 +75,14 @@ interface OrdersChange {
   linkedVisitors: string[];
 }
 
+/**
+ * What is stored of order `b.body` as sent: all of it but its aliases, which have a table of
+ * their own. Each jsonb operator builds its result anew, keys sorted again: done only where
+ * needed (removing aliases no order had, and adding no defaults, took about 10 ms of the 50 ms
+ * a batch of 1,000 took to insert).
+ */
+const STORED_BODY = `CASE WHEN b.body ? 'alternate_order_ids' THEN b.body - 'alternate_order_ids' ELSE b.body END`;
+
 /** The order ids of a write, `$3`, as changeBeforeWrite takes them. */
 const ORDER_IDS = '(SELECT unnest($3::text[]) AS order_id)';
 
@@ -167,11 +175,12 @@ export function createOrderRepository(db: Database) {
         // no volatile function in SET, which a distributed PostgreSQL (Citus) refuses there.
         // The ids, not the batch again: the database would parse the batch's JSON twice.
         const before = await changeBeforeWrite(tx, tenant, ORDER_IDS, orderIds);
+        const withDefaults = Object.keys(defaults).length > 0;
         const [written] = await tx.query<{ inserted: number; written: number; earliest: string | null }>(
           `WITH written AS (
              INSERT INTO orders AS o (client_id, environment, order_id, time_of_purchase, body, created_at, updated_at)
              SELECT $1, $2, b.body->>'order_id', (b.body->>'time_of_purchase')::timestamptz,
-                    $4::jsonb || (b.body - 'alternate_order_ids'), now(), now()
+                    ${withDefaults ? `$4::jsonb || ${STORED_BODY}` : STORED_BODY}, now(), now()
                FROM jsonb_array_elements($3::jsonb) AS b(body)
               ORDER BY b.body->>'order_id' COLLATE "C"
              ON CONFLICT (client_id, environment, order_id) DO UPDATE SET
@@ -179,7 +188,7 @@ export function createOrderRepository(db: Database) {
              RETURNING (xmax = 0) AS inserted, time_of_purchase
            )
            SELECT count(*) FILTER (WHERE inserted)::int AS inserted, count(*)::int AS written, min(time_of_purchase)::text AS earliest FROM written`,
-          [tenant.clientId, tenant.environment, batchJson, JSON.stringify(defaults)],
+          [tenant.clientId, tenant.environment, batchJson, ...(withDefaults ? [JSON.stringify(defaults)] : [])],
         );
         await attachAliases(tx, tenant, aliases);
         await noteChange(tx, tenant, before, written!.earliest);
