@@ -198,6 +198,28 @@ describe('order amounts past 12 decimal places', () => {
   });
 });
 
+describe('a key given twice', () => {
+  test('the last one counts, for the bounds and the rounding as for the rest', async () => {
+    const client = await service.createClient();
+    const cases: [string, string, string[]][] = [
+      ['"tax":100000000000000.001,"tax":1', '1', []],
+      ['"tax":1e99999999,"tax":2', '2', []],
+      ['"tax":16.990000000000002,"tax":3', '3', []],
+      ['"tax":1e-99999999,"tax":4', '4', []],
+      ['"tax":5,"tax":16.990000000000002', '16.99', ['16.99']],
+    ];
+    for (const [tax, stored, rounded] of cases) {
+      const order = JSON.stringify(minimalOrder('twice', { tax: '<tax>' })).replace('"tax":"<tax>"', tax);
+      const answer = okJson<{ warnings: Json[] }>(await send(service.production, 'POST', '/v2/orders', client, `[${order}]`), 200);
+      assert.deepEqual(answer.warnings, rounded.map((text) => ({ order_id: 'twice', ...rounding('body/0/tax', text) })), tax);
+      assert.deepEqual(await storedAmounts(client, 'twice', ['tax']), [stored], tax);
+    }
+    const refused = JSON.stringify(minimalOrder('twice', { tax: '<tax>' })).replace('"tax":"<tax>"', '"tax":1,"tax":100000000000000.001');
+    const { errors } = assertErrorEnvelope(await send(service.production, 'POST', '/v2/orders', client, `[${refused}]`), 400);
+    assert.deepEqual(errors, [{ loc: 'body/0/tax', msg: `Must be at most ${AMOUNT_BOUNDS.maximum}`, type: 'maximum', order_id: 'twice' }]);
+  });
+});
+
 // ---------------------------------------------------------------------------------------------
 // Spend
 

@@ -24,10 +24,11 @@ export interface ExactNumbers {
   /**
    * The body as it is to be stored: the JSON text as sent, less the numbers with more decimal
    * places than the scale or with an exponent, each written out as a plain decimal of at most
-   * the scale's places.
+   * the scale's places, and those out of bounds, written as 0 (stored only where their key is
+   * given again, and so dropped).
    */
   json: string;
-  /** Numbers out of bounds: the request is refused. */
+  /** Numbers out of bounds, whose key is not given again: the request is refused. */
   problems: ErrorItem[];
   /** Numbers whose value the rounding changed, in document order. */
   rounded: RoundedNumber[];
@@ -180,48 +181,66 @@ export function exactNumbers(bounds: NumberBounds): (json: string) => ExactNumbe
   };
 
   return (json) => {
-    const problems: ErrorItem[] = [];
-    const roundedNumbers: RoundedNumber[] = [];
-    if (!mayNeed(json)) return { json, problems, rounded: roundedNumbers };
+    if (!mayNeed(json)) return { json, problems: [], rounded: [] };
 
-    // Where the reading is: the key or index of each open container, and whether it is an object.
+    // Where the reading is: the key or index of each open container, and the keys an open object has had.
     const path: (string | number)[] = [];
-    const inObject: boolean[] = [];
+    const keys: (Set<string> | null)[] = [];
     let expectingKey = false;
     const loc = () => `body${path.map((segment) => `/${pointerSegment(String(segment))}`).join('')}`;
     const pieces: string[] = [];
     let copiedTo = 0;
+    let problems: ErrorItem[] = [];
+    let roundedNumbers: RoundedNumber[] = [];
+    /** What the value at `place` was found to be, when its key comes again: the last one counts, as for JSON.parse and jsonb. */
+    const forget = (place: string) => {
+      const elsewhere = (item: { loc: string }) => item.loc !== place && !item.loc.startsWith(`${place}/`);
+      problems = problems.filter(elsewhere);
+      roundedNumbers = roundedNumbers.filter(elsewhere);
+    };
+    const write = (at: number, end: number, text: string) => {
+      pieces.push(json.slice(copiedTo, at), text);
+      copiedTo = end;
+    };
 
     for (let at = 0; at < json.length; ) {
       const char = json.charCodeAt(at);
       if (char === OPEN_OBJECT || char === OPEN_ARRAY) {
         expectingKey = char === OPEN_OBJECT;
-        inObject.push(expectingKey);
+        keys.push(expectingKey ? new Set() : null);
         path.push(expectingKey ? '' : 0);
         at++;
       } else if (char === CLOSE_OBJECT || char === CLOSE_ARRAY) {
-        inObject.pop();
+        keys.pop();
         path.pop();
         at++;
       } else if (char === COMMA) {
-        if (inObject.at(-1)) expectingKey = true;
+        if (keys.at(-1)) expectingKey = true;
         else (path[path.length - 1] as number)++;
         at++;
       } else if (char === QUOTE) {
         const end = stringEnd(json, at);
-        if (expectingKey) path[path.length - 1] = keyOf(json.slice(at, end));
+        if (expectingKey) {
+          const key = keyOf(json.slice(at, end));
+          const seen = keys.at(-1)!;
+          path[path.length - 1] = key;
+          if (seen.has(key)) forget(loc());
+          else seen.add(key);
+        }
         expectingKey = false;
         at = end;
       } else if (char === MINUS || (char >= ZERO && char <= NINE)) {
         const { value, end, exponentWritten, fractionDigits } = parsedAt(json, at);
-        if (compare(value, minimum) < 0) problems.push({ loc: loc(), ...messages.minimum });
-        else if (compare(value, maximum) > 0) problems.push({ loc: loc(), ...messages.maximum });
-        else if (exponentWritten || fractionDigits > bounds.scale) {
+        const outOf = compare(value, minimum) < 0 ? 'minimum' : compare(value, maximum) > 0 ? 'maximum' : undefined;
+        if (outOf) {
+          problems.push({ loc: loc(), ...messages[outOf] });
+          // Stored only if its key comes again, and then the database drops it: it need not parse it.
+          write(at, end, '0');
+        } else if (exponentWritten || fractionDigits > bounds.scale) {
           // Written out, so that the database reads no exponent (it cannot read 0e-99999) and keeps no place past the scale.
           const stored = rounded(value, bounds.scale);
           const text = plain(stored);
-          pieces.push(json.slice(copiedTo, at), text);
-          copiedTo = end;
+          write(at, end, text);
           if (stored !== value) roundedNumbers.push({ loc: loc(), msg: `Rounded to ${bounds.scale} decimal places: stored as ${text}` });
         }
         at = end;
