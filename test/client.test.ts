@@ -58,8 +58,12 @@ describe('against the running app', () => {
   });
 
   test('spend hourly and daily, touchpoints and identities', async () => {
-    const hours = Array.from({ length: 1500 }, (_, i) => ({ ...hourlySpend(`c-${i}`) }) as never);
-    assert.equal((await trb.spend.hourly.upsert(hours)).data.length, 1500);
+    const hours = Array.from({ length: 1500 }, (_, i) => ({ ...hourlySpend(`c-${i}`), ...(i === 1234 && { spend: 0.1 + 0.2 }) }) as never);
+    const upserted = await trb.spend.hourly.upsert(hours);
+    assert.equal(upserted.data.length, 1500);
+    assert.equal(upserted.data[1234]!.spend, 0.3);
+    // A measure stored rounded is said so, pointing into the whole input.
+    assert.deepEqual(upserted.warnings, [{ loc: 'body/data/1234/spend', msg: 'Rounded to 12 decimal places: stored as 0.3' }]);
     assert.equal((await trb.spend.hourly.list({ platform_account_id: 'act_1', date: '2024-03-08', page_size: 1 })).total_count, 1500);
     const day = { date: '2024-03-08', platform_name: 'google', campaign_id: 'brand', campaign_name: 'Brand', spend: 3, spend_currency: 'USD' };
     assert.equal((await trb.spend.daily.upsert([day])).data[0]!.spend, 3);

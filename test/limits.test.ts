@@ -126,14 +126,13 @@ describe('request limits', () => {
     assert.equal((await postOrders(service.production, client, orders)).statusCode, 200);
   });
 
-  test('order amounts have at most 12 decimal places and lie within plus or minus the maximum, as exact decimals', async () => {
+  test('order amounts lie within plus or minus the maximum, as exact decimals, and are stored to 12 decimal places', async () => {
     const cases: [string, string, string][] = [
-      ['1e-16383', 'scale', 'Must have at most 12 decimal places'],
-      ['0.1234567890123', 'scale', 'Must have at most 12 decimal places'],
-      ['1.0000000000000000000001', 'scale', 'Must have at most 12 decimal places'],
       ['-100000000000000.0000001', 'minimum', `Must be at least ${AMOUNT_BOUNDS.minimum}`],
       ['-1e15', 'minimum', `Must be at least ${AMOUNT_BOUNDS.minimum}`],
       ['100000000000000.001', 'maximum', `Must be at most ${AMOUNT_BOUNDS.maximum}`],
+      // Above the maximum as sent, though rounded to 12 places it would be the maximum.
+      ['100000000000000.0000000000001', 'maximum', `Must be at most ${AMOUNT_BOUNDS.maximum}`],
     ];
     for (const [amount, type, msg] of cases) {
       const order = JSON.stringify(minimalOrder('amounts')).replace('"price":10', `"price":${amount}`);
@@ -147,7 +146,9 @@ describe('request limits', () => {
       .replace('"price":10', '"price":0.123456789012')
       .replace('"tax":0', '"tax":1e-12')
       .replace('"purchase_total":10', '"purchase_total":-100000000000000.000000000000');
-    assert.equal((await post('/v2/orders', `[${inBounds}]`)).statusCode, 200);
+    const answer = await post('/v2/orders', `[${inBounds}]`);
+    assert.equal(answer.statusCode, 200);
+    assert.deepEqual(answer.json().warnings, [], 'nothing past 12 decimal places: nothing rounded');
     const [order] = (await listOrders(service.production, client, { start_date: '2024-03-08', end_date: '2024-03-08' })).json().data.filter(
       (row: { order_id: string }) => row.order_id === 'amounts',
     );
@@ -155,20 +156,53 @@ describe('request limits', () => {
     assert.equal(order.tax, 1e-12);
     assert.equal(order.purchase_total, -100000000000000);
     assert.equal(order.discount_amount, -12.5);
+
+    // Past 12 places, an amount within the bounds is taken, rounded (half away from zero), and said so.
+    const rounded: [string, string][] = [
+      ['1e-16383', '0'],
+      ['0.1234567890123', '0.123456789012'],
+      ['1.0000000000000000000001', '1'],
+      ['99999999999999.9999999999999', '100000000000000'],
+      ['-0.0000000000005', '-0.000000000001'],
+    ];
+    for (const [amount, text] of rounded) {
+      const sent = JSON.stringify(minimalOrder('amounts')).replace('"price":10', `"price":${amount}`);
+      const response = await post('/v2/orders', `[${sent}]`);
+      assert.equal(response.statusCode, 200, response.body);
+      assert.deepEqual(
+        response.json().warnings,
+        [{ order_id: 'amounts', loc: 'body/0/products/0/price', msg: `Rounded to 12 decimal places: stored as ${text}` }],
+        amount,
+      );
+      const [row] = await service.db.query<{ price: string }>(
+        "SELECT body->'products'->0->>'price' AS price FROM orders WHERE client_id = $1 AND order_id = 'amounts'",
+        [client.client_id],
+      );
+      assert.equal(row!.price, text, amount);
+    }
   });
 
   test('a stored order reads back in at most a small multiple of the bytes it was sent in', async () => {
-    const tiny = { quantity: '1e-12', price: '9e-12' };
+    // 1e-16383 is 8 bytes sent; stored as it was written it would read back as 16,385 characters.
+    const tiny = { quantity: '1e-16383', price: '1e-16383' };
     const products = Array.from({ length: ORDER_LIST_LIMITS.products }, (_, n) => `{"id":"${n}","name":"n","quantity":${tiny.quantity},"price":${tiny.price}}`);
     const order = JSON.stringify(minimalOrder('read-back', { time_of_purchase: '2024-04-01T00:00:00Z' })).replace(
       /"products":\[[^\]]*\]/,
       `"products":[${products.join(',')}]`,
     );
     const sent = `[${order}]`;
-    assert.equal((await post('/v2/orders', sent)).statusCode, 200);
+    const answer = await post('/v2/orders', sent);
+    assert.equal(answer.statusCode, 200);
+    assert.equal(answer.json().warnings.length, 2 * ORDER_LIST_LIMITS.products, 'each amount rounded is said so');
+    const [row] = await service.db.query<{ bytes: number }>(
+      "SELECT octet_length(body::text) AS bytes FROM orders WHERE client_id = $1 AND order_id = 'read-back'",
+      [client.client_id],
+    );
+    assert.ok(row!.bytes < sent.length, `${sent.length} bytes sent, ${row!.bytes} stored`);
     const read = await listOrders(service.production, client, { start_date: '2024-04-01', end_date: '2024-04-01' });
     assert.equal(read.statusCode, 200);
     assert.equal(read.json().data[0].products.length, ORDER_LIST_LIMITS.products);
+    assert.ok(read.json().data[0].products.every((product: { quantity: number; price: number }) => product.quantity === 0 && product.price === 0));
     assert.ok(read.body.length < 3 * sent.length, `${sent.length} bytes sent, ${read.body.length} read`);
   });
 

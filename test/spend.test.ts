@@ -357,10 +357,9 @@ for (const c of COLLECTIONS) {
       const cases: [string, string, string][] = [
         ['-1e-400', 'minimum', 'Must be at least 0'],
         ['-1e-324', 'minimum', 'Must be at least 0'],
+        ['-1e-16383', 'minimum', 'Must be at least 0'],
         ['100000000000000.001', 'maximum', 'Must be at most 100000000000000'],
         ['100000000000001', 'maximum', 'Must be at most 100000000000000'],
-        ['1e-16383', 'scale', 'Must have at most 12 decimal places'],
-        ['0.1234567890123', 'scale', 'Must have at most 12 decimal places'],
       ];
       for (const field of ['spend', 'impressions', 'clicks']) {
         for (const [text, type, msg] of cases) {
@@ -378,6 +377,30 @@ for (const c of COLLECTIONS) {
         .replace('"<max>"', '100000000000000.000000000000')
         .replace('"<zero>"', '-0.0');
       assert.equal((await postBody(c, client, edges)).statusCode, 201);
+    });
+
+    test('measures past 12 decimal places are stored rounded to 12, with a warning naming each', async () => {
+      const client = await service.createClient();
+      const body = JSON.stringify({ data: [record(c), record(c, { campaign_id: 'c2', spend: '<s>', impressions: '<i>', clicks: '<c>' })] })
+        .replace('"<s>"', '0.1234567890125')
+        .replace('"<i>"', '1e-16383')
+        .replace('"<c>"', '3.00000000000000000001');
+      for (const [app, caller] of [
+        [service.production, client],
+        [service.uat, TEST_CREDENTIALS],
+      ] as const) {
+        const answer = okJson<{ data: Json[]; warnings: Json[] }>(await postBody(c, caller, body, app), 201);
+        assert.deepEqual(answer.warnings, [
+          { loc: 'body/data/1/spend', msg: 'Rounded to 12 decimal places: stored as 0.123456789013' },
+          { loc: 'body/data/1/impressions', msg: 'Rounded to 12 decimal places: stored as 0' },
+          { loc: 'body/data/1/clicks', msg: 'Rounded to 12 decimal places: stored as 3' },
+        ]);
+        assert.deepEqual(numbersIn(JSON.stringify(answer.data), 'spend'), ['12.5', '0.123456789013']);
+      }
+      const listed = await getList(c, client, { platform_account_id: '', ...between(c, ...c.span) });
+      assert.deepEqual(numbersIn(listed.body, 'spend'), ['12.5', '0.123456789013']);
+      assert.deepEqual(numbersIn(listed.body, 'impressions'), ['0', '0']);
+      assert.deepEqual(numbersIn(listed.body, 'clicks'), ['0', '3']);
     });
 
     test('takes 1 to 1000 records per request', async () => {

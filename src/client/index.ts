@@ -60,6 +60,8 @@ type SpendMatchFields = Omit<Static<SpendSchemas['DeleteBody']>['data'], 'hour_s
 export type HourlySpendMatch = SpendMatchFields & { hour_start_iso: string };
 export type DailySpendMatch = SpendMatchFields & { date: string };
 type PageInfo = Omit<Static<SpendSchemas['RecordPage']>, 'data'>;
+/** A measure of a spend upsert stored rounded to 12 decimal places. */
+export type SpendWarning = NonNullable<Static<SpendSchemas['UpsertResult']>['warnings']>[number];
 export type Touchpoint = TouchpointBatch['data'][number];
 export type TouchpointQuery = TouchpointListQuery;
 // Built from field lists, so untyped in the schema: named here from the same lists.
@@ -197,12 +199,23 @@ export class Tributary {
 
   #spendCollection<Record, Query extends SpendQuery, Stored, Match>(path: string) {
     return {
-      /** Upserts any number of records, in batches of 1,000; answers the records stored. */
-      upsert: async (records: readonly Sendable<Record>[], { signal }: CallOptions = {}): Promise<{ data: Stored[] }> => {
-        const results = await inBatches(records, MAX_RECORDS_PER_REQUEST, (batch) =>
-          this.#http.json<{ data: Stored[] }>('POST', path, { json: encodeList(batch, '{"data":', '}'), idempotent: true, signal }),
-        );
-        return { data: results.flatMap((result) => result.data) };
+      /**
+       * Upserts any number of records, in batches of 1,000; answers the records stored, and the
+       * measures stored rounded (`loc` into the whole input).
+       */
+      upsert: async (records: readonly Sendable<Record>[], { signal }: CallOptions = {}): Promise<{ data: Stored[]; warnings: SpendWarning[] }> => {
+        let offset = 0;
+        const results = await inBatches(records, MAX_RECORDS_PER_REQUEST, async (batch) => {
+          const result = await this.#http.json<{ data: Stored[]; warnings?: SpendWarning[] }>('POST', path, {
+            json: encodeList(batch, '{"data":', '}'),
+            idempotent: true,
+            signal,
+          });
+          const warnings = (result.warnings ?? []).map((warning) => ({ ...warning, loc: locInInput(warning.loc, offset) }));
+          offset += batch.length;
+          return { data: result.data, warnings };
+        });
+        return { data: results.flatMap((result) => result.data), warnings: results.flatMap((result) => result.warnings) };
       },
       list: (query: Query, { signal }: CallOptions = {}) => this.#http.json<PageInfo & { data: Stored[] }>('GET', path, { query, idempotent: true, signal }),
       delete: (match: Match, { signal }: CallOptions = {}) =>

@@ -61,11 +61,11 @@ function databaseStore(db: Database, { linkTtlSeconds }: StoreOptions): Store {
   };
 }
 
-/** The stand-ins keep nothing; the checks that read no stored data (exact amounts, spend as it would be stored) are the real store's. */
+/** The stand-ins keep nothing; the checks that read no stored data (spend as it would be stored) are the real store's. */
 function standInStore(real: Store): Store {
   return {
     clients: standInClientSettings,
-    orders: standInOrders(real.orders),
+    orders: standInOrders,
     explainer: standInExplainer,
     spend: { spend_hourly: standInSpend(real.spend.spend_hourly), spend_daily: standInSpend(real.spend.spend_daily) },
     touchpoints: standInTouchpoints,

@@ -1,4 +1,5 @@
-const escape = (key: string) => key.replace(/~/g, '~0').replace(/\//g, '~1');
+/** `key` as a segment of a JSON Pointer (RFC 6901): `~` and `/` escaped. */
+export const pointerSegment = (key: string) => key.replace(/~/g, '~0').replace(/\//g, '~1');
 
 /**
  * JSON Pointers of the values (and object keys) in `root` that `matches`. An explicit stack
@@ -12,7 +13,7 @@ export function pointersWhere(root: unknown, matches: (value: unknown) => boolea
     if (matches(value)) found.push(pointer);
     if (typeof value !== 'object' || value === null) continue;
     for (const [key, child] of Object.entries(value)) {
-      const childPointer = `${pointer}/${escape(key)}`;
+      const childPointer = `${pointer}/${pointerSegment(key)}`;
       if (!Array.isArray(value) && matches(key)) found.push(childPointer);
       pending.push([child, childPointer]);
     }

@@ -105,10 +105,10 @@ async function senderFor(client: Tributary, target: Target): Promise<Sender> {
       return typeof record === 'object' && record !== null ? spendKey(spend, record as Record<string, unknown>) : undefined;
     },
     send: async (records, signal) => {
-      const { data } = await collection.upsert(records as never, { signal });
+      const { data, warnings } = await collection.upsert(records as never, { signal });
       // The API answers the records as stored: a key written for the first time has both stamps equal.
       const inserted = data.filter((record) => record.created_at === record.updated_at).length;
-      return { inserted, updated: data.length - inserted, warnings: 0 };
+      return { inserted, updated: data.length - inserted, warnings: warnings.length };
     },
   };
 }

@@ -1,8 +1,6 @@
 import { LINKED, noteChangeCtes, visitorKeysSql } from '../attribution/changes.js';
 import type { Tenant } from '../auth/tenant.js';
 import type { Database, Queryable } from '../db/index.js';
-import { exactNumberCheck } from '../http/exact-numbers.js';
-import { AMOUNT_BOUNDS } from './schema.js';
 
 export interface AliasToAttach {
   order_id: string;
@@ -45,8 +43,6 @@ export interface DateRange {
 const ALIAS_RECORDS = `jsonb_to_recordset($3::jsonb) AS a(order_id text, type text, id text, n int)`;
 const aliasRecords = (aliases: readonly AliasToAttach[]) =>
   JSON.stringify(aliases.map(({ order_id, type, id }, n) => ({ order_id, type, id, n })));
-
-const checkAmounts = exactNumberCheck(AMOUNT_BOUNDS);
 
 /** The client's orders ($1, $2) whose time of purchase falls on the UTC days $3 to $4. */
 const IN_RANGE = `client_id = $1 AND environment = $2
@@ -163,8 +159,9 @@ export function createOrderRepository(db: Database) {
 
   return {
     /**
-     * Inserts or replaces every order of `batchJson` (a JSON array of orders, as received, so that
-     * amounts are stored from their decimal text, never through a binary float) and attaches the
+     * Inserts or replaces every order of `batchJson` (a JSON array of orders, as received with its
+     * amounts rounded to their scale by exactNumbers, so that amounts are stored from their
+     * decimal text, never through a binary float) and attaches the
      * aliases. `defaults` holds the fields an order that leaves them out is stored with. One
      * transaction: all of it is stored, or none; its attribution change is noted last.
      */
@@ -197,7 +194,8 @@ export function createOrderRepository(db: Database) {
     },
 
     /**
-     * Changes the fields each order of `patchJson` (a JSON array of patches, as received, whose
+     * Changes the fields each order of `patchJson` (a JSON array of patches, as received with its
+     * amounts rounded to their scale, whose
      * order ids are `orderIds`) sends, clears those it sends as null, and attaches the aliases. One transaction: when an order is
      * unknown (UnknownOrdersError), an e-mail or phone number would be stored beside its hash
      * (ExclusiveFieldsError) or an alias is taken, nothing is stored. The orders are locked in
@@ -248,9 +246,6 @@ export function createOrderRepository(db: Database) {
         return { updated: rows.length };
       });
     },
-
-    /** Amounts of `json` out of bounds as exact decimals, which their binary floats may hide. */
-    amountProblems: (json: string) => checkAmounts(db, json),
 
     /** Attaches aliases to existing orders; throws when an order is unknown or an alias taken. */
     addAliases(tenant: Tenant, aliases: readonly AliasToAttach[]) {
@@ -309,15 +304,12 @@ export function createOrderRepository(db: Database) {
 /**
  * The orders of the UAT test credentials: writes succeed as if every order they name existed and
  * every alias were free, nothing is kept, and reads find nothing. The checks that read no stored
- * data are the real ones.
+ * data (the amounts' among them) are the routes', as for production.
  */
-export function standInOrders(real: OrderRepository): OrderRepository {
-  return {
-    upsert: async (_tenant, _batchJson, orderIds) => ({ inserted: orderIds.length, updated: 0 }),
-    patch: async (_tenant, _patchJson, orderIds) => ({ updated: orderIds.length }),
-    amountProblems: real.amountProblems,
-    addAliases: async (_tenant, aliases) => ({ added: aliases.length, ignored: 0 }),
-    list: async () => ({ items: '', total: 0 }),
-    listAll: async () => {},
-  };
-}
+export const standInOrders: OrderRepository = {
+  upsert: async (_tenant, _batchJson, orderIds) => ({ inserted: orderIds.length, updated: 0 }),
+  patch: async (_tenant, _patchJson, orderIds) => ({ updated: orderIds.length }),
+  addAliases: async (_tenant, aliases) => ({ added: aliases.length, ignored: 0 }),
+  list: async () => ({ items: '', total: 0 }),
+  listAll: async () => {},
+};

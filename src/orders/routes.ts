@@ -3,6 +3,7 @@ import { PassThrough } from 'node:stream';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError, invalidRequest, type ErrorItem } from '../http/errors.js';
+import { exactNumbers, type ExactNumbers } from '../http/exact-numbers.js';
 import { dataJson } from '../http/json-text.js';
 import { pageInfo, pageRequested, wholeInfo } from '../http/pagination.js';
 import { ErrorEnvelope } from '../http/schemas.js';
@@ -12,9 +13,9 @@ import {
   UnknownOrdersError,
   type AliasToAttach,
   type DateRange,
-  type OrderRepository,
 } from './repository.js';
 import {
+  AMOUNT_BOUNDS,
   AliasRequest,
   AliasResult,
   LegacyOrderBatch,
@@ -62,13 +63,18 @@ function aliasesGivenTwice(aliases: readonly RequestedAlias[]): ErrorItem[] {
   });
 }
 
+const readAmounts = exactNumbers(AMOUNT_BOUNDS);
+
 /**
  * Rules the schema cannot hold: an alias claimed by two orders of the request, and amounts out
- * of bounds by less than a binary float can tell (checked as exact decimals).
+ * of bounds by less than a binary float can tell (read as exact decimals). Answers the batch's
+ * amounts: the JSON text to store, amounts rounded to their scale, and which were rounded.
  */
-async function checkBatch(orders: OrderRepository, batchJson: string, aliases: readonly RequestedAlias[]) {
-  const problems = [...aliasesGivenTwice(aliases), ...(await orders.amountProblems(batchJson))];
+function checkBatch(batchJson: string, aliases: readonly RequestedAlias[]): ExactNumbers {
+  const amounts = readAmounts(batchJson);
+  const problems = [...aliasesGivenTwice(aliases), ...amounts.problems];
   if (problems.length > 0) throw invalidRequest(problems);
+  return amounts;
 }
 
 function conflictError(error: AliasConflictError, aliases: readonly RequestedAlias[]): ApiError {
@@ -160,15 +166,14 @@ export const orderUpsertRoute: FastifyPluginAsyncTypebox<{ path: UpsertPath }> =
       // Validated by either path's schema, both of which take orders as sent.
       const batch = request.body as OrderAsSent[];
       const aliases = aliasesOf(batch);
-      const { orders } = request.store;
-      await checkBatch(orders, request.rawBody!, aliases);
-      const result = await orders.upsert(request.tenant, request.rawBody!, batch.map((order) => order.order_id), aliases, path.defaults).catch((error: unknown) => {
+      const amounts = checkBatch(request.rawBody!, aliases);
+      const result = await request.store.orders.upsert(request.tenant, amounts.json, batch.map((order) => order.order_id), aliases, path.defaults).catch((error: unknown) => {
         throw error instanceof AliasConflictError ? conflictError(error, aliases) : error;
       });
       return {
         message: `Upserted ${plural(batch.length, 'order')}`,
         ...result,
-        warnings: orderWarnings(batch),
+        warnings: orderWarnings(batch, amounts.rounded),
         request_id: request.id,
       };
     },
@@ -195,11 +200,10 @@ export const orderRoutes: FastifyPluginAsyncTypebox = async (app) => {
     async (request) => {
       const batch = request.body as OrderPatch[];
       const aliases = aliasesOf(batch);
-      const { orders } = request.store;
-      await checkBatch(orders, request.rawBody!, aliases);
+      const amounts = checkBatch(request.rawBody!, aliases);
       const orderIds = batch.map((order) => order.order_id);
       try {
-        await orders.patch(request.tenant, request.rawBody!, orderIds, aliases, new Date());
+        await request.store.orders.patch(request.tenant, amounts.json, orderIds, aliases, new Date());
       } catch (error) {
         if (error instanceof UnknownOrdersError) throw notFoundError(error, (index) => `body/${index}/order_id`);
         if (error instanceof ExclusiveFieldsError) throw storedBesideHashError(error, batch);
@@ -208,7 +212,7 @@ export const orderRoutes: FastifyPluginAsyncTypebox = async (app) => {
       return {
         message: `Updated ${plural(batch.length, 'order')}`,
         updated: batch.length,
-        warnings: orderWarnings(batch),
+        warnings: orderWarnings(batch, amounts.rounded),
         request_id: request.id,
       };
     },

@@ -8,9 +8,9 @@ import { MAX_ALIASES_PER_REQUEST, MAX_ORDERS_PER_REQUEST } from '../request-limi
 
 /**
  * The specification's maximum, its mirror as the minimum (discounts may be sent negative), and a
- * dozen decimal places, as spend has: an amount then reads back in at most 29 characters.
+ * dozen decimal places stored, as spend has: an amount then reads back in at most 29 characters.
  */
-export const AMOUNT_BOUNDS: NumberBounds = { minimum: -100_000_000_000_000, maximum: 100_000_000_000_000, decimals: 12 };
+export const AMOUNT_BOUNDS: NumberBounds = { minimum: -100_000_000_000_000, maximum: 100_000_000_000_000, scale: 12 };
 
 /** Bounds on what one order may list: far past real orders, and a bound on what one costs to check, store and read. */
 export const ORDER_LIST_LIMITS = { products: 1000, refunds: 1000, codesOrTags: 250, aliases: 100 };
@@ -19,7 +19,7 @@ const Amount = (description: string) =>
   Type.Number({
     minimum: AMOUNT_BOUNDS.minimum,
     maximum: AMOUNT_BOUNDS.maximum,
-    description: `${description} At most ${AMOUNT_BOUNDS.decimals} decimal places.`,
+    description: `${description} Any number of decimal places: stored rounded to ${AMOUNT_BOUNDS.scale} (half away from zero), with a warning when that changes it.`,
   });
 const TextList = (maxItems: number) => Type.Array(Text(), { uniqueItems: true, maxItems });
 const DUPLICATE_PRODUCTS = 'Cannot include duplicate product IDs';

@@ -1,10 +1,6 @@
 import type { Tenant } from '../auth/tenant.js';
 import type { Database } from '../db/index.js';
 import type { SpendCollection } from './collection.js';
-import { exactNumberCheck } from '../http/exact-numbers.js';
-import { MEASURE_BOUNDS } from './schema.js';
-
-const checkMeasures = exactNumberCheck(MEASURE_BOUNDS);
 
 /** An inclusive range of periods, written as the API writes them (date-times or dates). */
 export interface PeriodRange {
@@ -119,10 +115,10 @@ export function createSpendRepository(db: Database, collection: SpendCollection)
   const one = async (sql: string, params: unknown[]) => (await db.query<{ items: string }>(sql, params))[0]!.items;
 
   return {
-    /** Measures of `bodyJson` out of bounds as exact decimals, which their binary floats may hide. */
-    measureProblems: (bodyJson: string) => checkMeasures(db, bodyJson),
-
-    /** Inserts or overwrites the records of `bodyJson` (`{"data": [...]}`, as received); answers them in request order. */
+    /**
+     * Inserts or overwrites the records of `bodyJson` (`{"data": [...]}`, as received with its
+     * measures rounded to their scale by exactNumbers); answers them in request order.
+     */
     upsert: (tenant: Tenant, bodyJson: string) => one(upsertSql, [bodyJson, tenant.clientId, tenant.environment]),
 
     /** The records of `bodyJson` as an upsert would store them new, without storing anything. */
@@ -169,7 +165,6 @@ export function createSpendRepository(db: Database, collection: SpendCollection)
  */
 export function standInSpend(real: SpendRepository): SpendRepository {
   return {
-    measureProblems: real.measureProblems,
     upsert: (_tenant, bodyJson) => real.preview(bodyJson),
     preview: real.preview,
     list: async () => ({ items: '', total: 0 }),

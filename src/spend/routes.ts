@@ -1,14 +1,17 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
 import { invalidRequest, type ErrorItem } from '../http/errors.js';
+import { exactNumbers } from '../http/exact-numbers.js';
 import { dataJson } from '../http/json-text.js';
 import { pageInfo, pageRequested } from '../http/pagination.js';
 import { ErrorEnvelope } from '../http/schemas.js';
 import type { SpendCollection } from './collection.js';
 import type { PeriodRange } from './repository.js';
-import { KEY_FIELDS, spendKey, spendSchemas, type SpendInput, type SpendListQuery } from './schema.js';
+import { KEY_FIELDS, MEASURE_BOUNDS, spendKey, spendSchemas, type SpendInput, type SpendListQuery } from './schema.js';
 
 const errors = { 401: ErrorEnvelope, 422: ErrorEnvelope };
+
+const readMeasures = exactNumbers(MEASURE_BOUNDS);
 
 /** A key may appear once per request; two records of one key would overwrite each other. */
 function duplicateKeys(collection: SpendCollection, records: readonly SpendInput[]): ErrorItem[] {
@@ -66,15 +69,19 @@ export const spendRoutes: FastifyPluginAsyncTypebox<{ collection: SpendCollectio
         summary: `Upsert ${noun}s`,
         description: `Inserts each record, or overwrites names, spend, currency, impressions and clicks of the record with the same ${timeField}, platform_name, platform_account_id, campaign_id, adset_id and ad_id. All or nothing.`,
         body: schemas.UpsertBody,
-        response: { 201: schemas.RecordList, ...errors },
+        response: { 201: schemas.UpsertResult, ...errors },
       },
     },
     async (request, reply) => {
-      const spend = spendOf(request);
-      const problems = [...duplicateKeys(collection, request.body.data as SpendInput[]), ...(await spend.measureProblems(request.rawBody!))];
+      // Measures out of bounds by less than a binary float can tell, read as exact decimals; the
+      // body is stored with its measures rounded to their scale.
+      const measures = readMeasures(request.rawBody!);
+      const problems = [...duplicateKeys(collection, request.body.data as SpendInput[]), ...measures.problems];
       if (problems.length > 0) throw invalidRequest(problems, 422);
-      const items = await spend.upsert(request.tenant, request.rawBody!);
-      return reply.code(201).type('application/json').send(dataJson(items) as never);
+      const items = await spendOf(request).upsert(request.tenant, measures.json);
+      // The records alone, as the hosted API answers, unless a measure was rounded.
+      const warnings = measures.rounded.length > 0 ? { warnings: measures.rounded } : {};
+      return reply.code(201).type('application/json').send(dataJson(items, warnings) as never);
     },
   );
 

@@ -6,8 +6,8 @@ import { CURRENCY_CODES } from '../reference-codes.js';
 import { MAX_RECORDS_PER_REQUEST } from '../request-limits.js';
 import type { SpendCollection } from './collection.js';
 
-/** Bounds of spend, impressions and clicks: order amounts' maximum, and a dozen decimal places. */
-export const MEASURE_BOUNDS: NumberBounds = { minimum: 0, maximum: 100_000_000_000_000, decimals: 12 };
+/** Bounds of spend, impressions and clicks: order amounts' maximum, and a dozen decimal places stored. */
+export const MEASURE_BOUNDS: NumberBounds = { minimum: 0, maximum: 100_000_000_000_000, scale: 12 };
 
 const Text = (description: string, maxLength = MAX_TEXT_LENGTH) => Type.String({ description, maxLength });
 const TextOrEmpty = (description: string, maxLength = MAX_TEXT_LENGTH) =>
@@ -23,7 +23,7 @@ const Measure = (description: string, options: object = {}) =>
     minimum: MEASURE_BOUNDS.minimum,
     maximum: MEASURE_BOUNDS.maximum,
     maxLength: 0,
-    description: `${description} From 0 to ${MEASURE_BOUNDS.maximum}, at most ${MEASURE_BOUNDS.decimals} decimal places; null or "" mean 0.`,
+    description: `${description} From 0 to ${MEASURE_BOUNDS.maximum}, any number of decimal places (stored rounded to ${MEASURE_BOUNDS.scale}, half away from zero, with a warning when that changes it); null or "" mean 0.`,
     'x-messages': { type: NOT_A_MEASURE, maxLength: NOT_A_MEASURE },
     ...options,
   });
@@ -120,11 +120,19 @@ export function spendSchemas(collection: SpendCollection) {
     { additionalProperties: false },
   );
 
+  const Warning = Type.Object({ loc: Type.String({ description: 'body/data/<n>/<measure>.' }), msg: Type.String() });
+
   return {
     UpsertBody,
     DeleteBody,
     ListQuery,
     RecordList: Type.Object({ data: Type.Array(StoredRecord) }),
+    UpsertResult: Type.Object({
+      data: Type.Array(StoredRecord, { description: 'The records as stored, in request order.' }),
+      warnings: Type.Optional(
+        Type.Array(Warning, { description: 'Only when there are any: measures with more decimal places than are stored, each stored rounded; the records were stored.' }),
+      ),
+    }),
     RecordPage: pageOf(StoredRecord),
   };
 }
