@@ -300,6 +300,35 @@ describe('the export clients, as they call', async () => {
     });
   });
 
+  test("the data-pipeline scripts' own export, as they build it (five platforms, googleClicks, metaLinkClicks), read by its labels", async () => {
+    // yugInd8/aws_northbeam_pipeline and yugInd8/northbeam_spend_autopull, as they build it for one day.
+    const csv = await runExport(
+      rawKey,
+      {
+        level: 'platform',
+        time_granularity: 'DAILY',
+        period_type: 'FIXED',
+        period_options: { period_starting_at: `${DAY}T00:00:00Z`, period_ending_at: `${DAY}T23:59:59Z` },
+        breakdowns: [{ key: 'Platform (Northbeam)', values: ['Google Ads', 'Facebook Ads', 'TikTok', 'Amazon - Ads and Organic', 'YouTube Ads'] }],
+        options: { export_aggregation: 'BREAKDOWN', remove_zero_spend: false, aggregate_data: true, include_ids: false, include_kind_and_platform: false },
+        attribution_options: { attribution_models: ['last_touch'], accounting_modes: ['accrual'], attribution_windows: ['1'] },
+        metrics: [
+          { id: 'spend', label: 'spend_amount' },
+          { id: 'aov', label: 'AOV' },
+          { id: 'googleClicks', label: 'Google_Clicks' },
+          { id: 'impressions', label: 'Imprs' },
+          { id: 'metaLinkClicks', label: 'FB_Link_Clicks_Default' },
+          { id: 'roas', label: 'ROAS' },
+        ],
+      },
+      ['SUCCESS', 'FAILED'],
+    );
+    assert.deepEqual(readById(csv, 'platform', ['date', 'spend_amount', 'AOV', 'Google_Clicks', 'Imprs', 'FB_Link_Clicks_Default', 'ROAS']), {
+      'Facebook Ads': { date: DAY, spend_amount: '80', AOV: '50.000000', Google_Clicks: '0', Imprs: '10000', FB_Link_Clicks_Default: '10', ROAS: '0.625000' },
+      'Google Ads': { date: DAY, spend_amount: '120', AOV: '200.000000', Google_Clicks: '10', Imprs: '4000', FB_Link_Clicks_Default: '0', ROAS: '1.666667' },
+    });
+  });
+
   test('the Basic-key assistant server checks Platform (Northbeam) in the catalog, then exports with the infinity window', async () => {
     assert.equal((await get('/v1/exports/metrics', basicKey)).statusCode, 200);
     const { breakdowns } = (await get('/v1/exports/breakdowns', basicKey)).json();

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import { after, test } from 'node:test';
-import { METRICS } from '../src/exports/catalog.js';
+import { METRICS, PLATFORM_METRICS } from '../src/exports/catalog.js';
 import { createExportJobs } from '../src/exports/jobs.js';
 import { createExportProducer } from '../src/exports/produce.js';
 import { startExportWorker } from '../src/exports/worker.js';
@@ -411,7 +411,13 @@ test('the catalogs list what an export can hold', async () => {
     ...METRICS.filter((metric) => metric.source === 'attribution').map(({ id, label }) => ({ id, label })),
     { id: 'imprs', label: 'Impressions' },
     { id: 'revAttributed', label: 'Attributed revenue' },
+    // The hosted API's platform metric ids, last (test/platform-metrics.test.ts).
+    ...PLATFORM_METRICS.map(({ id, figure, platform }) => ({ id, label: `${platform.name} ${figure}` })),
   ]);
+  assert.deepEqual(
+    PLATFORM_METRICS.filter(({ platform }) => ['google', 'meta', 'tiktok'].includes(platform.prefix)).map(({ id }) => id),
+    ['googleSpend', 'googleImpressions', 'googleClicks', 'metaSpend', 'metaImpressions', 'metaLinkClicks', 'tiktokSpend', 'tiktokImpressions', 'tiktokClicks'],
+  );
   assert.deepEqual(await get('/v1/exports/attribution-models'), {
     attribution_models: [
       { id: 'first_touch', name: 'First touch' },

@@ -66,6 +66,73 @@ export const METRICS: readonly Metric[] = [
 /** Ids the hosted API's clients send for metrics of ours: each is its metric under another id. */
 export const METRIC_ALIASES: Readonly<Record<string, string>> = { imprs: 'impressions', revAttributed: 'rev' };
 
+/** The sums of spend records that the hosted API also offers per ad platform (googleClicks). */
+export const PLATFORM_FIGURES = ['spend', 'impressions', 'clicks'] as const;
+export type PlatformFigure = (typeof PLATFORM_FIGURES)[number];
+
+/** An ad platform whose spend, impressions and clicks have ids of their own. */
+export interface AdPlatform {
+  /** The ids' prefix: `${prefix}Spend`, `${prefix}Impressions`, `${prefix}Clicks`. */
+  prefix: string;
+  /** The platform's name for people. */
+  name: string;
+  /** The platform_name values of its spend records, lower case: each also followed by " ads" (Google Ads). */
+  platformNames: string[];
+  /** Ids the hosted API spells otherwise than the prefix and the figure. */
+  ids?: Partial<Record<PlatformFigure, string>>;
+}
+
+/**
+ * The ad platforms of the hosted API's platform metric ids: those touchpoints name from click ids
+ * (touchpoints/derive.ts), under the platform_name values spend records name them by, ours
+ * (`meta`, `google`: the importer's) and the hosted API's (`Facebook Ads`, `Google Ads`, `TikTok`).
+ * Meta's clicks have the hosted API's id, metaLinkClicks: the clicks of Meta's records, which the
+ * importer takes from Ads Manager's link clicks.
+ */
+export const AD_PLATFORMS: readonly AdPlatform[] = [
+  { prefix: 'google', name: 'Google', platformNames: ['google'] },
+  { prefix: 'meta', name: 'Meta', platformNames: ['meta', 'facebook', 'instagram'], ids: { clicks: 'metaLinkClicks' } },
+  { prefix: 'tiktok', name: 'TikTok', platformNames: ['tiktok'] },
+  { prefix: 'snapchat', name: 'Snapchat', platformNames: ['snapchat'] },
+  { prefix: 'pinterest', name: 'Pinterest', platformNames: ['pinterest'] },
+  { prefix: 'microsoft', name: 'Microsoft Advertising', platformNames: ['microsoft', 'bing'] },
+  { prefix: 'linkedin', name: 'LinkedIn', platformNames: ['linkedin'] },
+  { prefix: 'x', name: 'X', platformNames: ['x', 'twitter'] },
+];
+
+/** The platform_name values, lower case, whose records are a platform's. */
+export const platformNamesOf = (platform: AdPlatform) => platform.platformNames.flatMap((name) => [name, `${name} ads`]);
+
+/** A platform metric: a figure summed over one platform's spend records only. */
+export interface PlatformMetric {
+  id: string;
+  figure: PlatformFigure;
+  platform: AdPlatform;
+}
+
+const capitalized = (text: string) => `${text[0]!.toUpperCase()}${text.slice(1)}`;
+
+/** Every platform metric: each platform's spend, impressions and clicks. */
+export const PLATFORM_METRICS: readonly PlatformMetric[] = AD_PLATFORMS.flatMap((platform) =>
+  PLATFORM_FIGURES.map((figure) => ({ id: platform.ids?.[figure] ?? `${platform.prefix}${capitalized(figure)}`, figure, platform })),
+);
+
+/** The platform metric of an id, if it is one. */
+export const platformMetricOf = (id: string): PlatformMetric | undefined => PLATFORM_METRICS.find((metric) => metric.id === id);
+
+/** A platform metric as the catalog lists it: its figure's definition, filtered to the platform. */
+const platformCatalogEntry = ({ id, figure, platform }: PlatformMetric): Metric => {
+  const names = platformNamesOf(platform).map((name) => `"${name}"`);
+  return {
+    id,
+    label: `${platform.name} ${figure}`,
+    source: 'spend',
+    definition:
+      `Sum of ${figure} of ${platform.name}'s spend records only, those whose platform_name is ${names.slice(0, -1).join(', ')} or ${names.at(-1)} in any letter case: ` +
+      `the row's ${figure} on a row of ${platform.name}, 0 on a row of another platform, and ${platform.name}'s part of a row summing every platform.`,
+  };
+};
+
 /** Every metric id an export takes, aliases included, as GET /v1/exports/metrics lists them. */
 export const METRIC_CATALOG: readonly Metric[] = [
   ...METRICS,
@@ -73,6 +140,7 @@ export const METRIC_CATALOG: readonly Metric[] = [
     const metric = METRICS.find((candidate) => candidate.id === id)!;
     return { ...metric, id: alias, definition: `${id}, under the hosted API's id. ${metric.definition}` };
   }),
+  ...PLATFORM_METRICS.map(platformCatalogEntry),
 ];
 
 export const METRIC_IDS = METRIC_CATALOG.map((metric) => metric.id);

@@ -9,7 +9,7 @@ import {
   attributionMetrics,
   type AttributionCombination,
 } from './attributed-rows.js';
-import { METRIC_ALIASES, type BreakdownKey } from './catalog.js';
+import { METRIC_ALIASES, PLATFORM_METRICS, platformNamesOf, type BreakdownKey, type PlatformMetric } from './catalog.js';
 import type { Period } from './period.js';
 import type { ExportPlan } from './plan.js';
 
@@ -44,7 +44,10 @@ export interface RowsPlan {
    * only in a transaction that has brought those totals up to date first (reports do).
    */
   fromKeptTotals?: boolean;
-  /** The metrics the statement computes (ids, aliases resolved): every metric of its rows when left out. */
+  /**
+   * The metrics the statement computes (ids, aliases resolved). Left out: every metric of its rows,
+   * except the platform metrics (googleClicks), which are computed when named only.
+   */
   metricsComputed?: readonly string[];
   /**
    * The part of the period whose buckets the statement computes: from the start of the local day
@@ -101,6 +104,11 @@ export const columnName = (metric: string) => (/^[a-z_]+$/.test(metric) ? metric
 
 /** The sums a row is made of, and the metrics computed from them; order sums are null on ad-object rows. */
 const SPEND_SUMS = ['spend', 'impressions', 'clicks'];
+/**
+ * A platform metric (catalog.ts) is a spend sum of its own: its figure summed over the records of
+ * its platform only, by the rules of the figure's sum everywhere else (spend_google, clicks_meta).
+ */
+const platformSumOf = ({ figure, platform }: PlatformMetric) => `${figure}_${platform.prefix}`;
 const ORDER_SUMS: [string, string][] = [
   ['revenue', 'numeric'],
   ['transactions', 'bigint'],
@@ -161,6 +169,19 @@ export function exportRowsSql(query: ExportRowsQuery): { sql: string; params: un
   } = query;
   const attributed = attribution.length > 0;
   const params: unknown[] = [tenant.clientId, tenant.environment, timeZone, period.from, period.to];
+  // The spend sums of every row: the figures, and the platform metrics' figures asked for. A sum of
+  // records is the same expression on the rows of ad objects and of the store, so that a platform's
+  // figures on its own rows add up to its part of the store's.
+  const platformMetrics = PLATFORM_METRICS.filter((metric) => metricsComputed?.includes(metric.id));
+  const platformNames = new Map<string, string>();
+  const recordSums = new Map(SPEND_SUMS.map((sum) => [sum, `sum(${sum})`]));
+  for (const metric of platformMetrics) {
+    const { figure, platform } = metric;
+    if (!platformNames.has(platform.prefix)) platformNames.set(platform.prefix, `$${params.push(platformNamesOf(platform))}::text[]`);
+    recordSums.set(platformSumOf(metric), `coalesce(sum(${figure}) FILTER (WHERE lower(platform_name) = ANY(${platformNames.get(platform.prefix)})), 0)`);
+  }
+  const spendSums = [...recordSums.keys()];
+  const sumOfRecords = (sum: string) => `${recordSums.get(sum)} AS ${sum}`;
   if ((slice.fromDay || slice.toDay) && (granularity === 'HOURLY' || granularity === 'PERIOD' || fromKeptTotals)) {
     throw new Error('A slice is made of whole local days, and of the buckets of DAILY, WEEKLY or MONTHLY rows computed from the paths');
   }
@@ -228,10 +249,11 @@ export function exportRowsSql(query: ExportRowsQuery): { sql: string; params: un
   if (kindColumn) columns.push('kind');
   columns.push('currency');
   if (attributed) columns.push(...ATTRIBUTION_COLUMNS);
-  const sums = [...SPEND_SUMS, ...(withOrders ? ORDER_SUMS.map(([sum]) => sum) : [])];
+  const sums = [...spendSums, ...(withOrders ? ORDER_SUMS.map(([sum]) => sum) : [])];
   // An attributed export's aov is that of its rows' attributed orders.
   const metrics = [
     ...SPEND_METRICS,
+    ...platformMetrics.map((metric): [string, string] => [metric.id, platformSumOf(metric)]),
     ...(withOrders ? ORDER_METRICS.filter(([metric]) => !(attributed && metric === 'aov')) : []),
     ...(attributed ? attributionMetrics(ratio, RATIO_SCALE) : []),
   ].filter(([metric]) => !metricsComputed || metricsComputed.includes(metric));
@@ -262,7 +284,7 @@ export function exportRowsSql(query: ExportRowsQuery): { sql: string; params: un
     }
     const selected = ['bucket', ...dimensions.map(({ key }, index) => `${key} AS key_${index}`), ...shown];
     if (kindColumn) selected.push(`'${level}' AS kind`);
-    selected.push('spend_currency AS currency', ...SPEND_SUMS.map((sum) => `sum(${sum}) AS ${sum}`));
+    selected.push('spend_currency AS currency', ...spendSums.map(sumOfRecords));
     if (withOrders) selected.push(...ORDER_SUMS.map(([sum, type]) => `NULL::${type} AS ${sum}`));
     const kept = breakdowns
       .filter((breakdown) => breakdown.values.length > 0)
@@ -283,12 +305,12 @@ export function exportRowsSql(query: ExportRowsQuery): { sql: string; params: un
       // join sorted both sides, 40 s of the year's export.
       const creditSums = ['rev', 'txns', 'rev_ft', 'txns_ft'];
       const noneOf = (sums: string[]) => sums.map((sum) => `NULL::numeric AS ${sum}`).join(', ');
-      const money = `SELECT ${COMBINATION_KEYS.join(', ')}, bucket, ${sortKeys.join(', ')}, currency, ${SPEND_SUMS.join(', ')}, ${noneOf(creditSums)}
+      const money = `SELECT ${COMBINATION_KEYS.join(', ')}, bucket, ${sortKeys.join(', ')}, currency, ${spendSums.join(', ')}, ${noneOf(creditSums)}
         FROM object_spend CROSS JOIN combinations`;
-      const credits = `SELECT ${COMBINATION_KEYS.join(', ')}, bucket, ${keyColumns.join(', ')}, currency, ${noneOf(SPEND_SUMS)}, ${creditSums.join(', ')}
+      const credits = `SELECT ${COMBINATION_KEYS.join(', ')}, bucket, ${keyColumns.join(', ')}, currency, ${noneOf(spendSums)}, ${creditSums.join(', ')}
         FROM credit_totals`;
       const amounts = `SELECT ${COMBINATION_KEYS.join(', ')}, bucket, ${sortKeys.join(', ')}, currency,
-             ${[...SPEND_SUMS, ...creditSums].map((sum) => `sum(${sum}) AS ${sum}`).join(', ')}
+             ${[...spendSums, ...creditSums].map((sum) => `sum(${sum}) AS ${sum}`).join(', ')}
         FROM (${money} UNION ALL ${credits}) AS amounts
        GROUP BY ${COMBINATION_KEYS.join(', ')}, bucket, ${sortKeys.join(', ')}, currency`;
       const visits = `SELECT ${COMBINATION_KEYS.join(', ')}, bucket, ${keyColumns.join(', ')}, visits, new_visits FROM visit_totals CROSS JOIN combinations`;
@@ -299,7 +321,7 @@ export function exportRowsSql(query: ExportRowsQuery): { sql: string; params: un
         !name ? [`key_${index} AS ${column}`] : [`coalesce(${column}, key_${index}) AS ${column}`, ...(includeIds ? [`key_${index} AS ${column}_id`] : [])],
       );
       parts.push(`SELECT ${COMBINATION_KEYS.join(', ')}, bucket, ${sortKeys.join(', ')}, ${objectColumns.join(', ')}${kindColumn ? `, '${level}' AS kind` : ''}, currency,
-             ${SPEND_SUMS.map((sum) => `coalesce(${sum}, 0) AS ${sum}`).join(', ')},
+             ${spendSums.map((sum) => `coalesce(${sum}, 0) AS ${sum}`).join(', ')},
              ${withOrders ? ORDER_SUMS.map(([sum, type]) => `NULL::${type} AS ${sum}, `).join('') : ''}
              ${ATTRIBUTION_SUMS.map(([sum]) => `coalesce(${sum}, 0) AS ${sum}`).join(', ')}
         FROM (${amounts}) AS amounts
@@ -309,7 +331,7 @@ export function exportRowsSql(query: ExportRowsQuery): { sql: string; params: un
   }
   if (storeRows) {
     ctes.push(`store_spend AS (
-      SELECT bucket, spend_currency AS currency, ${SPEND_SUMS.map((sum) => `sum(${sum}) AS ${sum}`).join(', ')}
+      SELECT bucket, spend_currency AS currency, ${spendSums.map(sumOfRecords).join(', ')}
         FROM records ${whereInSlice} GROUP BY bucket, spend_currency)`);
     const blank = (column: string) => `NULL::text AS ${column}`;
     const selected = [
@@ -325,7 +347,7 @@ export function exportRowsSql(query: ExportRowsQuery): { sql: string; params: un
       storeSql = `SELECT ${selected.join(', ')}
         FROM store_spend FULL JOIN order_totals USING (bucket, currency) FULL JOIN refund_totals USING (bucket, currency)`;
     } else {
-      selected.push(...SPEND_SUMS);
+      selected.push(...spendSums);
       storeSql = `SELECT ${selected.join(', ')} FROM store_spend`;
     }
     if (!attributed) parts.push(storeSql);

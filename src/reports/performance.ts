@@ -1,7 +1,7 @@
 import type { Tenant } from '../auth/tenant.js';
 import type { Store } from '../db/store.js';
 import type { ErrorItem } from '../http/errors.js';
-import { METRIC_ALIASES, METRIC_IDS, isAttributionMetric, isOrderMetric } from '../exports/catalog.js';
+import { METRIC_ALIASES, METRIC_IDS, isAttributionMetric, isOrderMetric, platformMetricOf } from '../exports/catalog.js';
 import { keptTotalsOf } from '../exports/daily-totals.js';
 import { planExport, type ExportPlan } from '../exports/plan.js';
 import { joinedBytes } from '../exports/text-bytes.js';
@@ -34,6 +34,8 @@ export interface ReportQuery {
  */
 const SUMMED = new Set(['spend', 'impressions', 'clicks', 'revenue', 'transactions', 'refunds', 'net_revenue', 'new_customers',
   'rev', 'txns', 'revFt', 'txnsFt', 'revRtn', 'txnsRtn', 'visits', 'newVisits']);
+/** Whether a metric's total is the sum of the rows' values: those above, and the platform metrics (googleClicks), which are sums of spend. */
+const isSummed = (metric: string) => SUMMED.has(metric) || platformMetricOf(metric) !== undefined;
 
 /**
  * The ratios of catalog.ts as numerator, denominator and factor of summed parts: the total of a
@@ -131,7 +133,7 @@ function totalsSql(plan: ExportPlan, computed: readonly string[]): string {
   const sum = (metric: string) => (computed.includes(metric) ? `coalesce(sum(${columnName(metric)}), 0)` : '0');
   const total = (id: string) => {
     const metric = METRIC_ALIASES[id] ?? id;
-    if (SUMMED.has(metric)) return `round(${sum(metric)}, ${RATIO_SCALE})`;
+    if (isSummed(metric)) return `round(${sum(metric)}, ${RATIO_SCALE})`;
     const ratio = ratios[metric];
     if (!ratio) return 'NULL::numeric';
     const [numerator, denominator, factor] = ratio;
@@ -143,7 +145,7 @@ function totalsSql(plan: ExportPlan, computed: readonly string[]): string {
 
 /** The totals of a report without rows (UAT's test credentials keep none): sums 0, ratios null. */
 const totalsOfNoRows = (plan: ExportPlan) =>
-  JSON.stringify(Object.fromEntries(plan.metrics.map(({ id }) => [id, SUMMED.has(METRIC_ALIASES[id] ?? id) ? 0 : null])));
+  JSON.stringify(Object.fromEntries(plan.metrics.map(({ id }) => [id, isSummed(METRIC_ALIASES[id] ?? id) ? 0 : null])));
 
 /**
  * The statement answering a report: each row's JSON text, made where the rows are (numbers with
@@ -154,7 +156,7 @@ const totalsOfNoRows = (plan: ExportPlan) =>
 function reportSql(plan: ExportPlan, sql: string, columns: OutputColumn[], computed: readonly string[]): string {
   const metricNames = new Set(plan.metrics.map(({ id }) => id));
   const members = columns.map(({ name, header }): [string, string] => [header, metricNames.has(header) ? `trim_scale(r.${columnName(name)})` : `r.${columnName(name)}::text`]);
-  const sums = [...SUMMED].filter((metric) => computed.includes(metric)).map((metric) => `, r.${columnName(metric)}`);
+  const sums = computed.filter(isSummed).map((metric) => `, r.${columnName(metric)}`);
   return `WITH report_rows AS MATERIALIZED (SELECT ${jsonObjectSql(members)} AS row_json, r.currency${sums.join('')} FROM (${sql}) AS r)
     SELECT row_json, NULL AS totals, NULL AS currency FROM report_rows
     UNION ALL
