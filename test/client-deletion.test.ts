@@ -4,7 +4,9 @@ import path from 'node:path';
 import { after, test } from 'node:test';
 import { createClientDeletion } from '../src/clients/deletion.js';
 import { ClientGoneError, isClientGone } from '../src/db/errors.js';
+import type { Database } from '../src/db/index.js';
 import { keepMissingPaths } from '../src/exports/daily-totals.js';
+import { createOrderRepository } from '../src/orders/repository.js';
 import { deriveTouchpoint, type DerivedTouchpoint } from '../src/touchpoints/derive.js';
 import { createTouchpointRepository } from '../src/touchpoints/repository.js';
 import { holdOnDistinctSlots, waitingForALock } from './held-transactions.js';
@@ -151,32 +153,54 @@ const touchpoint = (touchpoint_id: string) => deriveTouchpoint({ touchpoint_id, 
 const tenantOf = (client: TestClient) => ({ clientId: client.client_id, environment: 'production' as const, dryRun: false });
 const touchpointsOf = async (clientId: string) => (await rowsOf(clientId)).touchpoints;
 
-test('touchpoints written while their client is deleted go with it: the deletion waits for the write, then removes its rows', { skip: racing }, async () => {
-  const { client } = await populated('deleted-while-written');
-  const [writer] = await holdOnDistinctSlots(service.db, 1);
-  const written = await createTouchpointRepository(writer!.db).upsert(tenantOf(client), [touchpoint('meanwhile')], new Date());
-  assert.deepEqual(written, { inserted: 1, updated: 0 });
+/**
+ * The tables whose rows have no foreign key to clients (migrations 0025, 0028): a write of each,
+ * on a connection of the test's, of one row named `id`, and how many rows of the client it holds.
+ */
+const UNKEYED_WRITES = {
+  touchpoints: {
+    write: (db: Database, client: TestClient, id: string) =>
+      createTouchpointRepository(db).upsert(tenantOf(client), [touchpoint(id)], new Date()),
+    rowsOf: touchpointsOf,
+  },
+  orders: {
+    write: (db: Database, client: TestClient, id: string) =>
+      createOrderRepository(db).upsert(tenantOf(client), JSON.stringify([makeOrder(id)]), [id], [{ order_id: id, type: 'shopify', id: `gid-${id}` }]),
+    rowsOf: async (clientId: string) => {
+      const { orders, order_aliases } = await rowsOf(clientId);
+      return orders! + order_aliases!;
+    },
+  },
+};
 
-  const deletion = createClientDeletion(service.db, { exportsDir: service.exportsDir }).delete(client.client_id);
-  await waitingForALock(service.db, writer!.pid);
-  await writer!.commit();
-  assert.equal((await deletion)!.clients, 1);
-  assert.equal(await touchpointsOf(client.client_id), 0);
-});
+for (const [table, { write, rowsOf: rowsOfTable }] of Object.entries(UNKEYED_WRITES)) {
+  test(`${table} written while their client is deleted go with it: the deletion waits for the write, then removes its rows`, { skip: racing }, async () => {
+    const { client } = await populated(`deleted-while-written-${table}`);
+    const [writer] = await holdOnDistinctSlots(service.db, 1);
+    const written = await write(writer!.db, client, 'meanwhile');
+    assert.deepEqual(written, { inserted: 1, updated: 0 });
 
-test('touchpoints sent while their client is being deleted are not stored', { skip: racing }, async () => {
-  const { client } = await populated('written-while-deleted');
-  const [deleting] = await holdOnDistinctSlots(service.db, 1);
-  await deleting!.db.query('DELETE FROM touchpoints WHERE client_id = $1', [client.client_id]);
-  await deleting!.db.query('DELETE FROM clients WHERE client_id = $1', [client.client_id]);
+    const deletion = createClientDeletion(service.db, { exportsDir: service.exportsDir }).delete(client.client_id);
+    await waitingForALock(service.db, writer!.pid);
+    await writer!.commit();
+    assert.equal((await deletion)!.clients, 1);
+    assert.equal(await rowsOfTable(client.client_id), 0);
+  });
 
-  // Its refusal is expected at once: the write may fail before the commit's answer is read.
-  const refused = assert.rejects(createTouchpointRepository(service.db).upsert(tenantOf(client), [touchpoint('too-late')], new Date()), ClientGoneError);
-  await waitingForALock(service.db, deleting!.pid);
-  await deleting!.commit();
-  await refused;
-  assert.equal(await touchpointsOf(client.client_id), 0);
-});
+  test(`${table} sent while their client is being deleted are not stored`, { skip: racing }, async () => {
+    const { client } = await populated(`written-while-deleted-${table}`);
+    const [deleting] = await holdOnDistinctSlots(service.db, 1);
+    await deleting!.db.query(`DELETE FROM ${table} WHERE client_id = $1`, [client.client_id]);
+    await deleting!.db.query('DELETE FROM clients WHERE client_id = $1', [client.client_id]);
+
+    // Its refusal is expected at once: the write may fail before the commit's answer is read.
+    const refused = assert.rejects(write(service.db, client, 'too-late'), ClientGoneError);
+    await waitingForALock(service.db, deleting!.pid);
+    await deleting!.commit();
+    await refused;
+    assert.equal(await rowsOfTable(client.client_id), 0);
+  });
+}
 
 /*
  * A request authenticated just before its client was deleted, written just after: the answer its
@@ -226,16 +250,17 @@ test("the collector's beacon of a client deleted while it is written: 204 as an 
   assert.ok(Object.values(await rowsOf(client.client_id)).every((n) => n === 0));
 });
 
-test('a write of a client that does not exist is known as such: by the touchpoints upsert, and by a foreign key to clients', async () => {
+test('a write of a client that does not exist is known as such: by the touchpoint and order upserts, and by a foreign key to clients', async () => {
   const gone = { clientId: '00000000-0000-4000-8000-000000000000', environment: 'production' as const, dryRun: false };
   await assert.rejects(createTouchpointRepository(service.db).upsert(gone, [touchpoint('nobody')], new Date()), ClientGoneError);
+  await assert.rejects(createOrderRepository(service.db).upsert(gone, JSON.stringify([makeOrder('nobody')]), ['nobody'], []), ClientGoneError);
   const refused = await service.db
     .query(`INSERT INTO identities (client_id, environment, visitor_id, customer_id, linked_at) VALUES ($1, 'production', 'v', 'c', now())`, [gone.clientId])
     .then(() => undefined, (error: unknown) => error);
   assert.ok(isClientGone(refused), String(refused));
   // As Citus passes a worker's error on: its message alone, the shard's names numbered.
   const fromWorker = (table: string, key: string) => ({ code: '23503', message: `insert or update on table "${table}" violates foreign key constraint "${key}"` });
-  assert.ok(isClientGone(fromWorker('orders_102008', 'orders_client_id_fkey_102008')));
+  assert.ok(isClientGone(fromWorker('spend_hourly_102008', 'spend_hourly_client_id_fkey_102008')));
   assert.equal(isClientGone(fromWorker('orders_102008', 'orders_environment_client_id_fkey_102008')), false);
   assert.equal(isClientGone(null), false);
 });

@@ -30,6 +30,13 @@ const CLIENT_TABLES = {
   api_keys: ['key_id'],
 } as const;
 
+/**
+ * The tables written most, whose rows have no foreign key to `clients` (migrations 0025, 0028):
+ * each write takes the lock the key's check took, once a statement, and writes nothing without
+ * the client row. Their rows that arrived while the client was deleted go in its transaction.
+ */
+const UNKEYED_TABLES = ['touchpoints', 'orders'] as const;
+
 export type ClientTable = keyof typeof CLIENT_TABLES | 'clients';
 export type DeletedRows = Record<ClientTable, number>;
 
@@ -38,8 +45,8 @@ export type DeletedRows = Record<ClientTable, number>;
  * go first (its requests are refused from then on), then each table in batches of `batchRows`,
  * then the client itself, whose foreign keys cascade to whatever arrived meanwhile (events of
  * the public collector): a few rows, not the client's whole history in one transaction. Touchpoints
- * have no such key (migration 0025): those that arrived meanwhile go in the client's transaction,
- * after its row, whose deletion waited for every write of them holding the row's lock.
+ * and orders have no such key (UNKEYED_TABLES): those that arrived meanwhile go in the client's
+ * transaction, after its row, whose deletion waited for every write of them holding the row's lock.
  * Interrupted, it is simply run again. Undefined when there is no such client.
  */
 export function createClientDeletion(db: Database, { exportsDir, batchRows = CLIENT_DELETION_BATCH_ROWS }: { exportsDir: string; batchRows?: number }) {
@@ -83,7 +90,7 @@ export function createClientDeletion(db: Database, { exportsDir, batchRows = CLI
         // Its second statement must see what the writes the first waited for committed: a snapshot of its own.
         await tx.query('SET TRANSACTION ISOLATION LEVEL READ COMMITTED');
         const client = await tx.query('DELETE FROM clients WHERE client_id = $1 RETURNING 1', [clientId]);
-        await tx.query('DELETE FROM touchpoints WHERE client_id = $1', [clientId]);
+        for (const table of UNKEYED_TABLES) await tx.query(`DELETE FROM ${table} WHERE client_id = $1`, [clientId]);
         return client.length;
       });
       return counts;

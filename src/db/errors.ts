@@ -41,7 +41,7 @@ export class ClientGoneError extends Error {
 /**
  * The table and foreign key a foreign-key violation names: from the error's fields, else from
  * its message (Citus passes a worker's error on with its message alone). A shard's names carry
- * its number (`orders_102008`, `orders_client_id_fkey_102008`), left out here.
+ * its number (`spend_hourly_102008`, `spend_hourly_client_id_fkey_102008`), left out here.
  */
 function violatedForeignKey(error: { table?: unknown; constraint?: unknown; message?: unknown }): { table: string; constraint: string } | undefined {
   const named =

@@ -1,5 +1,6 @@
 import { LINKED, noteChangeCtes, visitorKeysSql } from '../attribution/changes.js';
 import type { Tenant } from '../auth/tenant.js';
+import { ClientGoneError } from '../db/errors.js';
 import type { Database, Queryable } from '../db/index.js';
 
 export interface AliasToAttach {
@@ -173,20 +174,26 @@ export function createOrderRepository(db: Database) {
         // The ids, not the batch again: the database would parse the batch's JSON twice.
         const before = await changeBeforeWrite(tx, tenant, ORDER_IDS, orderIds);
         const withDefaults = Object.keys(defaults).length > 0;
-        const [written] = await tx.query<{ inserted: number; written: number; earliest: string | null }>(
-          `WITH written AS (
+        // Orders have no foreign key to clients (migration 0028): `client` takes the lock its check
+        // took for every order, once, and without the client row nothing is inserted.
+        const [written] = await tx.query<{ inserted: number; written: number; earliest: string | null; client_found: boolean }>(
+          `WITH client AS MATERIALIZED (SELECT 1 FROM clients WHERE client_id = $1 FOR KEY SHARE),
+           written AS (
              INSERT INTO orders AS o (client_id, environment, order_id, time_of_purchase, body, created_at, updated_at)
              SELECT $1, $2, b.body->>'order_id', (b.body->>'time_of_purchase')::timestamptz,
                     ${withDefaults ? `$4::jsonb || ${STORED_BODY}` : STORED_BODY}, now(), now()
-               FROM jsonb_array_elements($3::jsonb) AS b(body)
+               FROM client, jsonb_array_elements($3::jsonb) AS b(body)
               ORDER BY b.body->>'order_id' COLLATE "C"
              ON CONFLICT (client_id, environment, order_id) DO UPDATE SET
                time_of_purchase = excluded.time_of_purchase, body = excluded.body, updated_at = greatest(o.updated_at, excluded.updated_at)
              RETURNING (xmax = 0) AS inserted, time_of_purchase
            )
-           SELECT count(*) FILTER (WHERE inserted)::int AS inserted, count(*)::int AS written, min(time_of_purchase)::text AS earliest FROM written`,
+           SELECT count(*) FILTER (WHERE inserted)::int AS inserted, count(*)::int AS written, min(time_of_purchase)::text AS earliest,
+                  EXISTS (SELECT 1 FROM client) AS client_found
+             FROM written`,
           [tenant.clientId, tenant.environment, batchJson, ...(withDefaults ? [JSON.stringify(defaults)] : [])],
         );
+        if (!written!.client_found) throw new ClientGoneError();
         await attachAliases(tx, tenant, aliases);
         await noteChange(tx, tenant, before, written!.earliest);
         return { inserted: written!.inserted, updated: written!.written - written!.inserted };
