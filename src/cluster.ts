@@ -18,7 +18,8 @@ const RESTART_DELAY_MS = 1_000;
 const STOP_LIMIT_MS = SHUTDOWN_GRACE_MS + 2_000;
 /**
  * How long a worker still loading when the service stops may take to be ready, be told again and
- * stop: it has nothing in flight, but its grace period counts from when it can hear the stop.
+ * stop, in all: it has nothing in flight, and the grace period of STOP_LIMIT_MS counts from when
+ * it can act on the stop, within this.
  */
 const LOADING_STOP_LIMIT_MS = 60_000;
 const MAX_RESTART_DELAY_MS = 30_000;
@@ -86,7 +87,7 @@ async function superviseApiProcesses(config: Config, processes: number): Promise
   const live = new Set<Worker>();
   const ready = new Set<Worker>();
   /** When each worker told to stop is killed, with every other, if it has not exited by then. */
-  const stopDeadlines = new Map<Worker, NodeJS.Timeout>();
+  const stopDeadlines = new Map<Worker, { at: number; timer: NodeJS.Timeout }>();
   let serving = false;
   let stopping: NodeJS.Signals | undefined;
   // A signal that killed a worker still loading: the process group's, whose copy for this process
@@ -116,10 +117,13 @@ async function superviseApiProcesses(config: Config, processes: number): Promise
     if (live.size === 0) process.exit();
   };
 
+  /** Sends `worker` the stop, and kills every worker if it has not exited `limitMs` from now, or by its earlier deadline. */
   const tellToStop = (worker: Worker, limitMs: number) => {
     if (worker.isConnected()) worker.send({ stop: stopping! } satisfies StopMessage);
-    clearTimeout(stopDeadlines.get(worker));
-    stopDeadlines.set(worker, setTimeout(() => killAll(logger, live, 'API processes did not stop in time: killing them'), limitMs).unref());
+    const deadline = Math.min(stopDeadlines.get(worker)?.at ?? Infinity, Date.now() + limitMs);
+    clearTimeout(stopDeadlines.get(worker)?.timer);
+    const timer = setTimeout(() => killAll(logger, live, 'API processes did not stop in time: killing them'), deadline - Date.now()).unref();
+    stopDeadlines.set(worker, { at: deadline, timer });
   };
 
   const stop = (code: number, signal: NodeJS.Signals) => {
@@ -131,7 +135,7 @@ async function superviseApiProcesses(config: Config, processes: number): Promise
 
   cluster.on('exit', (worker, code, signal) => {
     live.delete(worker);
-    clearTimeout(stopDeadlines.get(worker));
+    clearTimeout(stopDeadlines.get(worker)?.timer);
     stopDeadlines.delete(worker);
     const wasReady = ready.delete(worker);
     // A worker still loading when the process group got the signal dies of it, with nothing in flight.
