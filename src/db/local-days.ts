@@ -9,9 +9,9 @@ export const localDayStart = (day: string, zone: string) =>
   `least((${day}::timestamp AT TIME ZONE ${zone}), ${instantPlus(`(${day}::timestamp - interval '1 hour') AT TIME ZONE ${zone}`, "interval '1 hour'")})`;
 
 /**
- * `instant + interval` (SQL), for an interval of hours and smaller units only, as an immutable
+ * `instant + interval` (SQL: a timestamptz, and an interval of hours and smaller units only), as an immutable
  * expression: timestamptz arithmetic is stable (a day's length depends on the session's time
  * zone), and Citus refuses a stable function applied to a column in an UPDATE's SET or a write's
  * WHERE (docs/scaling.md). On UTC's wall clock, which never changes, the sum is the same.
  */
-export const instantPlus = (instant: string, interval: string) => `(((${instant}) AT TIME ZONE 'UTC' + ${interval}) AT TIME ZONE 'UTC')`;
+export const instantPlus = (instant: string, interval: string) => `(((${instant}) AT TIME ZONE 'UTC' + (${interval})) AT TIME ZONE 'UTC')`;
