@@ -1,8 +1,7 @@
 -- An order's client is checked once per statement, not once per row, as a touchpoint's is
 -- (migration 0025). The foreign key to clients ran its check for every order upserted: a SELECT
 -- ... FOR KEY SHARE of the same client row a thousand times a batch, about 9 ms of the 50 ms
--- PostgreSQL spent inserting a batch of 1,000 (docs/benchmarks.md, "Where order ingestion's time
--- goes").
+-- PostgreSQL spent inserting a batch of 1,000 (docs/benchmarks.md, "Order ingestion over HTTP").
 --
 -- What the key guaranteed still holds, by the one statement that inserts orders
 -- (src/orders/repository.ts, upsert): it takes that lock on the client row once, and inserts
