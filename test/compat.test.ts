@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { Database } from '../src/db/index.js';
 import { ADMIN_TOKEN, listOrders, minimalOrder, parseCsv, startExportingService, startLoggedApp, startService, type TestApp } from './helpers.js';
+import { pipelineScriptsExport } from './pipeline-scripts.js';
 
 /** Requests the hosted API's real clients send, replayed as they send them. */
 
@@ -301,26 +302,9 @@ describe('the export clients, as they call', async () => {
   });
 
   test("the data-pipeline scripts' own export, as they build it (five platforms, googleClicks, metaLinkClicks), read by its labels", async () => {
-    // yugInd8/aws_northbeam_pipeline and yugInd8/northbeam_spend_autopull, as they build it for one day.
     const csv = await runExport(
       rawKey,
-      {
-        level: 'platform',
-        time_granularity: 'DAILY',
-        period_type: 'FIXED',
-        period_options: { period_starting_at: `${DAY}T00:00:00Z`, period_ending_at: `${DAY}T23:59:59Z` },
-        breakdowns: [{ key: 'Platform (Northbeam)', values: ['Google Ads', 'Facebook Ads', 'TikTok', 'Amazon - Ads and Organic', 'YouTube Ads'] }],
-        options: { export_aggregation: 'BREAKDOWN', remove_zero_spend: false, aggregate_data: true, include_ids: false, include_kind_and_platform: false },
-        attribution_options: { attribution_models: ['last_touch'], accounting_modes: ['accrual'], attribution_windows: ['1'] },
-        metrics: [
-          { id: 'spend', label: 'spend_amount' },
-          { id: 'aov', label: 'AOV' },
-          { id: 'googleClicks', label: 'Google_Clicks' },
-          { id: 'impressions', label: 'Imprs' },
-          { id: 'metaLinkClicks', label: 'FB_Link_Clicks_Default' },
-          { id: 'roas', label: 'ROAS' },
-        ],
-      },
+      pipelineScriptsExport(DAY),
       ['SUCCESS', 'FAILED'],
     );
     assert.deepEqual(readById(csv, 'platform', ['date', 'spend_amount', 'AOV', 'Google_Clicks', 'Imprs', 'FB_Link_Clicks_Default', 'ROAS']), {

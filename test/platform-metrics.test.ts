@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, test } from 'node:test';
 import { assertErrorEnvelope, finishedExport, minimalOrder, parseCsv, startExportingService, type TestClient } from './helpers.js';
+import { pipelineScriptsExport } from './pipeline-scripts.js';
 
 /*
  * The hosted API's platform metric ids (googleClicks, metaLinkClicks, tiktokSpend, ...): each is
@@ -106,27 +107,8 @@ function byHeader([header, ...rows]: string[][]): Record<string, string>[] {
   return rows.map((row) => Object.fromEntries(header!.map((column, index) => [column, row[index]!])));
 }
 
-/** Each script's export request as it builds it for one day (yugInd8/aws_northbeam_pipeline, yugInd8/northbeam_spend_autopull). */
-const scriptsRequest = (day: string) => ({
-  level: 'platform',
-  time_granularity: 'DAILY',
-  period_type: 'FIXED',
-  period_options: { period_starting_at: `${day}T00:00:00Z`, period_ending_at: `${day}T23:59:59Z` },
-  breakdowns: [{ key: 'Platform (Northbeam)', values: ['Google Ads', 'Facebook Ads', 'TikTok', 'Amazon - Ads and Organic', 'YouTube Ads'] }],
-  options: { export_aggregation: 'BREAKDOWN', remove_zero_spend: false, aggregate_data: true, include_ids: false, include_kind_and_platform: false },
-  attribution_options: { attribution_models: ['last_touch'], accounting_modes: ['accrual'], attribution_windows: ['1'] },
-  metrics: [
-    { id: 'spend', label: 'spend_amount' },
-    { id: 'aov', label: 'AOV' },
-    { id: 'googleClicks', label: 'Google_Clicks' },
-    { id: 'impressions', label: 'Imprs' },
-    { id: 'metaLinkClicks', label: 'FB_Link_Clicks_Default' },
-    { id: 'roas', label: 'ROAS' },
-  ],
-});
-
 test("the data-pipeline scripts' export, as they send it: googleClicks and metaLinkClicks under their labels, each platform's on its rows, 0 on the others'", async () => {
-  const csv = await exportCsv(scriptsRequest(DAY));
+  const csv = await exportCsv(pipelineScriptsExport(DAY));
   assert.deepEqual(csv[0], [
     'date', 'platform', 'currency', 'attribution_model', 'attribution_window', 'accounting_mode',
     'spend_amount', 'AOV', 'Google_Clicks', 'Imprs', 'FB_Link_Clicks_Default', 'ROAS',
@@ -260,7 +242,7 @@ test('an id of the same shape for no platform we know (fooClicks), or in another
       method: 'POST',
       url: '/v1/exports/data-export',
       headers: { ...client.headers, 'content-type': 'application/json' },
-      payload: JSON.stringify({ ...scriptsRequest(DAY), metrics: [{ id: 'spend' }, { id }] }),
+      payload: JSON.stringify({ ...pipelineScriptsExport(DAY), metrics: [{ id: 'spend' }, { id }] }),
     });
     const body = assertErrorEnvelope(refused, 422);
     assert.deepEqual(
