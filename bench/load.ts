@@ -9,13 +9,28 @@ const TEMPLATES = 8;
 
 // Distinct batches whose order ids carry a placeholder, so that each batch sent can get new ids
 // by a string replacement instead of being generated and encoded during the measurement.
-export const templates = Array.from({ length: TEMPLATES }, (_, t) => JSON.stringify(generateOrders(42 + t, `__RUN__-${t}`, BATCH_SIZE)));
+const PLACEHOLDER = '__RUN__';
+export const templates = Array.from({ length: TEMPLATES }, (_, t) => JSON.stringify(generateOrders(42 + t, `${PLACEHOLDER}-${t}`, BATCH_SIZE)));
 
 /** Batch `sequence` with ids of its own, under `prefix`; for the templates of other shapes too. */
 export const batchesWithIds =
   (prefix: string, from: readonly string[] = templates) =>
   (sequence: number) =>
-    from[sequence % from.length]!.replaceAll('__RUN__', `${prefix}${sequence}`);
+    from[sequence % from.length]!.replaceAll(PLACEHOLDER, `${prefix}${sequence}`);
+
+/**
+ * The batches of batchesWithIds as the UTF-8 bytes an HTTP client sends, joined from bytes encoded
+ * once: this process shares the machine's cores with the server it measures, and encoding a
+ * megabyte of text a batch was more than half of its CPU time.
+ */
+export function encodedBatchesWithIds(prefix: string, from: readonly string[] = templates): (sequence: number) => Buffer {
+  const pieces = from.map((template) => template.split(PLACEHOLDER).map((piece) => Buffer.from(piece)));
+  return (sequence) => {
+    const [first, ...rest] = pieces[sequence % pieces.length]!;
+    const id = Buffer.from(`${prefix}${sequence}`);
+    return Buffer.concat([first!, ...rest.flatMap((piece) => [id, piece])]);
+  };
+}
 
 export interface PhaseResult {
   batches: number;
@@ -25,9 +40,9 @@ export interface PhaseResult {
 }
 
 /** Sends batches with `send` from `connections` concurrent callers for `seconds`. */
-export async function runPhase(
-  send: (body: string) => Promise<void>,
-  bodyFor: (sequence: number) => string,
+export async function runPhase<Body extends string | Buffer>(
+  send: (body: Body) => Promise<void>,
+  bodyFor: (sequence: number) => Body,
   seconds: number,
   connections = CONNECTIONS,
 ): Promise<PhaseResult> {
@@ -56,7 +71,7 @@ const keepAlive = new http.Agent({ keepAlive: true });
  * `expected`: node:http, whose client costs this process less CPU a request than fetch's, CPU the
  * server under measurement shares on one machine.
  */
-export const poster = (url: string, headers: Record<string, string>, expected: number) => (body: string) =>
+export const poster = (url: string, headers: Record<string, string>, expected: number) => (body: string | Buffer) =>
   new Promise<void>((resolve, reject) => {
     const request = http.request(url, { method: 'POST', agent: keepAlive, headers: { ...headers, 'content-length': Buffer.byteLength(body) } }, (response) => {
       const chunks: Buffer[] = [];

@@ -8,11 +8,15 @@
  * with COPY into a table of the orders' shape (no aliases), (3) the same batches upserted as JSON
  * by one plain statement into such a table: the order writes' target is a share of that one.
  * Also validation alone (JSON parsing and the schema), and the server's start-up time to /readyz.
+ * Then, on PostgreSQL (and Citus), a new database loaded with the attribution benchmark's data set
+ * (1,000,000 orders, 5,500,000 touchpoints: bench/seed.ts), and the HTTP inserts and the plain
+ * upsert (into a copy of its orders) measured again there.
  *
  *   npm run bench:orders                      # both stores; PostgreSQL from DATABASE_URL
  *   BENCH_SECONDS=30 BENCH_CONNECTIONS=8 npm run bench:orders
  *   BENCH_RUNS=3 npm run bench:orders         # three runs, and the median of each figure
  *   CITUS_URL=postgres://…@coordinator/db npm run bench:orders   # also on a Citus coordinator
+ *   BENCH_ATTRIBUTION_ORDERS=100000 BENCH_ATTRIBUTION_VISITS=500000 npm run bench:orders   # a smaller loaded store
  */
 import { PGlite } from '@electric-sql/pglite';
 import pg from 'pg';
@@ -23,7 +27,8 @@ import { createValidatorCompiler } from '../src/http/request-validator.js';
 import { createOrderRepository } from '../src/orders/repository.js';
 import { aliasesOf } from '../src/orders/routes.js';
 import { OrderBatch, type Order } from '../src/orders/schema.js';
-import { BATCH_SIZE, CONNECTIONS, batchesWithIds, orderPoster, ordersPerSecond, percentile, runPhase, templates, type PhaseResult } from './load.js';
+import { BATCH_SIZE, CONNECTIONS, batchesWithIds, encodedBatchesWithIds, orderPoster, ordersPerSecond, percentile, runPhase, templates, type PhaseResult } from './load.js';
+import { ORDERS, VIEWS, VISITS, loadDataSet, thousands } from './seed.js';
 import { anotherStore, benchEachStore, startServer, type Store } from './server.js';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 15);
@@ -98,10 +103,15 @@ async function copySender(raw: RawStore, store: Store) {
 /**
  * Ceiling 3: the batch as sent, upserted as JSON by one plain statement into a table of the
  * orders' shape: what an order write would cost with nothing but storing itself (no validation,
- * aliases, change notes or locks taken ahead).
+ * aliases, change notes or locks taken ahead). `withStoredOrders`: the table holds a copy of the
+ * store's orders first, as the orders table does.
  */
-async function plainUpsertSender(raw: RawStore, store: Store, clientId: string) {
+async function plainUpsertSender(raw: RawStore, store: Store, clientId: string, { withStoredOrders = false } = {}) {
   await createTableLikeOrders(raw, store, 'orders_plain');
+  if (withStoredOrders) {
+    await raw.query(`INSERT INTO orders_plain ${COPY_COLUMNS} SELECT ${COPY_COLUMNS.slice(1, -1)} FROM orders`);
+    await raw.query('ANALYZE orders_plain');
+  }
   return async (batchJson: string) =>
     void (await raw.query(
       `INSERT INTO orders_plain (client_id, environment, order_id, time_of_purchase, body, created_at, updated_at)
@@ -144,8 +154,8 @@ async function httpPhases(store: Store, processes: number) {
     const post = orderPoster(server);
     // Unmeasured: the first requests of a process compile its schemas and warm V8 and the
     // database's caches (the slowest batches of a cold run were all among its first 25).
-    await runPhase(post, batchesWithIds(`w${processes}-`), WARM_UP_SECONDS);
-    const bodies = batchesWithIds(`h${processes}-`);
+    await runPhase(post, encodedBatchesWithIds(`w${processes}-`), WARM_UP_SECONDS);
+    const bodies = encodedBatchesWithIds(`h${processes}-`);
     const inserts = await runPhase(post, bodies, SECONDS);
     // The same orders again: every row exists, so each is an update.
     const updates = await runPhase(post, (sequence) => bodies(sequence % inserts.batches), SECONDS);
@@ -162,6 +172,40 @@ async function onAnotherStore<T>(store: Store, work: (fresh: Store) => Promise<T
   } finally {
     await fresh.drop();
   }
+}
+
+/**
+ * HTTP inserts and their plain upsert again, on a store already holding the attribution
+ * benchmark's data set (bench/seed.ts), loaded while no server runs: what a batch costs where
+ * indexes and the tables its writes read are large.
+ */
+async function loadedStorePhases(store: Store): Promise<string[][]> {
+  const first = await startServer(store);
+  await first.stop();
+  const clientId = first.headers['data-client-id']!;
+  console.log(`${store.name}: loading ${thousands(ORDERS)} orders and ${thousands(VISITS + VIEWS)} touchpoints (set-based SQL)`);
+  console.log(`${store.name}: loaded in ${(await loadDataSet(store, clientId)).toFixed(0)} s`);
+  const server = await startServer(store);
+  server.headers = first.headers; // the client of the first start holds the data
+  let inserts: PhaseResult;
+  let rss: number | undefined;
+  try {
+    const post = orderPoster(server);
+    await runPhase(post, encodedBatchesWithIds('lw-'), WARM_UP_SECONDS);
+    inserts = await runPhase(post, encodedBatchesWithIds('lh-'), SECONDS);
+    rss = server.peakRssMb();
+  } finally {
+    await server.stop();
+  }
+  const raw = await rawStore(store);
+  let plain: PhaseResult;
+  try {
+    plain = await runPhase(await plainUpsertSender(raw, store, clientId, { withStoredOrders: true }), batchesWithIds('lp'), SECONDS);
+  } finally {
+    await raw.close();
+  }
+  console.log(`${store.name}, loaded store: HTTP inserts are ${(ordersPerSecond(inserts) / ordersPerSecond(plain)).toFixed(2)} of the plain upsert`);
+  return [row(store.name, 'HTTP insert, loaded store', inserts, rss), row(store.name, 'plain upsert, loaded store (ceiling)', plain, undefined)];
 }
 
 async function benchStore(store: Store): Promise<string[][]> {
@@ -202,6 +246,7 @@ async function benchStore(store: Store): Promise<string[][]> {
       row(store.name, 'data layer insert', direct, undefined),
       row(store.name, 'plain upsert (ceiling)', plain, undefined),
       row(store.name, 'COPY (no aliases)', copied, undefined),
+      ...(store.name !== 'pglite' ? await onAnotherStore(store, loadedStorePhases) : []),
     ];
   } finally {
     await store.drop();
