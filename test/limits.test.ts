@@ -115,7 +115,7 @@ describe('request limits', () => {
     const empties = arrayOf(MILLION, '{}');
     for (const [url, status] of [['/v2/orders', 400], ['/v2/orders/aliases', 400], ['/v1/spend_hourly', 422], ['/v1/exports/data-export', 422]] as const) {
       const envelope = assertErrorEnvelope(await post(url, empties), status);
-      assert.equal(envelope.message, 'Request body is mostly objects and arrays (more than one in 10 bytes), which no request of this API is; it was not read');
+      assert.equal(envelope.message, 'Request body is mostly objects and arrays (more than one in 10 bytes), unlike any request of this API; it was not read');
       assert.equal(envelope.errors, null);
     }
     const nested = `[{"products":${arrayOf(30_000, '[]')}}]`;
@@ -124,6 +124,32 @@ describe('request limits', () => {
     const orders = Array.from({ length: 1000 }, (_, n) => minimalOrder(`dense-${n}`));
     assert.ok(JSON.stringify(orders).length > 64 * 1024);
     assert.equal((await postOrders(service.production, client, orders)).statusCode, 200);
+  });
+
+  test('a body costly to parse (a wide object, deep nesting, a run of short values) is refused unread, from the test credentials too', async () => {
+    const wide = (keys: number) => `{${Array.from({ length: keys }, (_, n) => `"k${n}":1`).join(',')}}`;
+    const refusals: [string, string, string][] = [
+      ['a million keys', `[${wide(MILLION)}]`, 'Request body has an object of more than 1000 keys, unlike any request of this API; it was not read'],
+      ['1,001 keys in a small body', `[${wide(1001)}]`, 'Request body has an object of more than 1000 keys, unlike any request of this API; it was not read'],
+      ['64,000 arrays deep', `${'['.repeat(64_000)}${']'.repeat(64_000)}`, 'Request body nests objects and arrays more than 64 deep, unlike any request of this API; it was not read'],
+      ['15 million numbers', arrayOf(15 * MILLION, '1'), 'Request body is mostly short values (more than one in 8 bytes), unlike any request of this API; it was not read'],
+    ];
+    for (const [what, body, message] of refusals) {
+      for (const [app, headers] of [[service.production, client.headers], [service.uat, UAT_TEST_CREDENTIALS]] as const) {
+        const started = performance.now();
+        const answer = await app.inject({ method: 'POST', url: '/v2/orders', headers: { ...headers, 'content-type': 'application/json' }, payload: body });
+        const envelope = assertErrorEnvelope(answer, 400);
+        assert.equal(envelope.message, message, what);
+        assert.equal(envelope.errors, null, what);
+        // Far under what parsing them took (seconds for the million keys); a generous bound for a loaded machine.
+        assert.ok(performance.now() - started < 2_000, `${what}: ${performance.now() - started} ms`);
+      }
+    }
+    // Up to the limits, a body is read, and refused for what it holds.
+    const widest = assertErrorEnvelope(await post('/v2/orders', `[${wide(1000)}]`), 400);
+    assert.match(widest.message, /^Invalid request: \d+ problems found/);
+    const deepest = `${'['.repeat(64)}${']'.repeat(64)}`;
+    assert.match(assertErrorEnvelope(await post('/v2/orders', deepest), 400).message, /^Invalid request/);
   });
 
   test('order amounts lie within plus or minus the maximum, as exact decimals, and are stored to 12 decimal places', async () => {

@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import secureJson from 'secure-json-parse';
 import { ApiError } from './errors.js';
 import { pointersWhere } from './json-pointers.js';
+import { costlyShape } from './json-shape.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -26,29 +27,6 @@ function charsetOf(request: FastifyRequest): string | undefined {
 
 const UNSTORABLE = 'Must not contain NUL characters or unpaired surrogates';
 
-/**
- * Parsed, a JSON text takes more memory than its bytes, most of all where it is objects and
- * arrays: `{}` is 2 bytes sent and some 64 bytes parsed. No body of this API is mostly those (its
- * smallest objects hold a property), so a large body with more than one per
- * MIN_BYTES_PER_CONTAINER bytes is refused before it is parsed: what a body costs to read stays a
- * small multiple of its size. (Braces inside strings count too: that only makes the check stricter
- * for bodies nothing real sends.)
- */
-const MIN_BYTES_PER_CONTAINER = 10;
-const CONTAINERS_COUNTED_FROM_BYTES = 64 * 1024;
-
-function mostlyContainers(bytes: Buffer): boolean {
-  if (bytes.length < CONTAINERS_COUNTED_FROM_BYTES) return false;
-  const allowed = bytes.length / MIN_BYTES_PER_CONTAINER;
-  let count = 0;
-  for (const opening of ['{', '[']) {
-    for (let at = bytes.indexOf(opening); at !== -1; at = bytes.indexOf(opening, at + 1)) {
-      if (++count > allowed) return true;
-    }
-  }
-  return false;
-}
-
 /** Query strings can spell U+0000 too (%00); refused before validation, by name. */
 export function registerQueryCheck(app: FastifyInstance) {
   app.addHook('preValidation', async (request) => {
@@ -63,8 +41,8 @@ export function registerQueryCheck(app: FastifyInstance) {
 }
 
 /**
- * Reads a JSON body as the API does: UTF-8 only, no forbidden keys, no unstorable strings, not
- * mostly containers. A content-type parser, for routes that take JSON under another type too.
+ * Reads a JSON body as the API does: UTF-8 only, of a shape cheap to parse (json-shape.ts), no
+ * forbidden keys, no unstorable strings. A content-type parser, for routes that take JSON under another type too.
  */
 export function parseJsonBody(request: FastifyRequest, bytes: string | Buffer, done: (error: Error | null, body?: unknown) => void) {
   // A body that cannot be read is an invalid request like any other: 400, or 422 on spend.
@@ -73,9 +51,8 @@ export function parseJsonBody(request: FastifyRequest, bytes: string | Buffer, d
     done(new ApiError(status, message, errors), undefined);
   const charset = charsetOf(request);
   if (charset !== undefined && !UTF8.test(charset)) return fail(415, `JSON must be sent as UTF-8, not ${charset}`);
-  if (mostlyContainers(bytes as Buffer)) {
-    return fail(invalid, `Request body is mostly objects and arrays (more than one in ${MIN_BYTES_PER_CONTAINER} bytes), which no request of this API is; it was not read`);
-  }
+  const costly = costlyShape(bytes as Buffer);
+  if (costly !== undefined) return fail(invalid, `Request body ${costly}, unlike any request of this API; it was not read`);
 
   let text: string;
   try {
