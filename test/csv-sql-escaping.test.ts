@@ -8,10 +8,10 @@ import { startService } from './helpers.js';
 const service = await startService();
 after(() => service.close());
 
-const FORMULA_START = /^[=+\-@\t\r]/;
+const FORMULA_START = /^(?:[\t\r\n]|[ \t\r\n]*[=+\-@])/;
 const asSpreadsheetText = (cell: string) => (FORMULA_START.test(cell) ? `'${cell}` : cell);
 
-const CELLS = ['=1+1', '+x', '-5', '@a', '\tx', '\rx', '\nx', 'a,b', 'a"b', '"', 'a\nb', 'a\rb', '\\', '\\t', '\\r', "'", "'=x", '', ' =x', '€=', '-', '^x', '[x]', 'x\\', '=a,"b"', '\t', '\r', '\r\n', 'a\u2028b', '—'];
+const CELLS = ['=1+1', '+x', '-5', '@a', '\tx', '\rx', '\nx', 'a,b', 'a"b', '"', 'a\nb', 'a\rb', '\\', '\\t', '\\r', "'", "'=x", '', ' =x', '€=', '-', '^x', '[x]', 'x\\', '=a,"b"', '\t', '\r', '\r\n', 'a\u2028b', '—', '\n=x', ' \n+x', '  @x', ' x=1', '\u00a0=x'];
 
 for (const escapeFormulas of [true, false]) {
   test(`client text cells, escapeFormulas ${escapeFormulas}`, async () => {

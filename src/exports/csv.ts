@@ -15,8 +15,9 @@ export interface CsvCells {
   /**
    * Whether the client's text is written so that spreadsheets show it as text and never run it:
    * a cell starting with one of the characters that can make a spreadsheet take it for a formula
-   * (OWASP's list: = + - @ tab, carriage return) gets a leading `'` (OWASP's CSV injection
-   * defence). By the first character alone, so `-5` becomes `'-5` too: a reader cannot tell `-5`
+   * (OWASP's list: = + - @ tab, carriage return; and line feed), or with spaces and line breaks
+   * before = + - @ (which some spreadsheets skip), gets a leading `'` (OWASP's CSV injection
+   * defence). By those characters alone, so `-5` becomes `'-5` too: a reader cannot tell `-5`
    * from `-5+A1` without parsing formulas.
    */
   escapeFormulas: boolean;
@@ -31,7 +32,7 @@ export function csvRowSelect(columns: readonly string[], { clientTextColumns, es
   const cells = columns.map((column) => {
     const text = `coalesce(r.${columnName(column)}::text, '')`;
     if (!clientTextColumns.includes(column)) return text;
-    const safe = escapeFormulas ? `(CASE WHEN ${text} ~ '^[=+@\\t\\r-]' THEN '''' || ${text} ELSE ${text} END)` : text;
+    const safe = escapeFormulas ? `(CASE WHEN ${text} ~ '^([\\t\\r\\n]|[ \\t\\r\\n]*[=+@-])' THEN '''' || ${text} ELSE ${text} END)` : text;
     return `(CASE WHEN ${safe} ~ '[",\\r\\n]' THEN '"' || replace(${safe}, '"', '""') || '"' ELSE ${safe} END)`;
   });
   return [`${cells.join(" || ',' || ")} || E'\\r\\n' AS line`, `r.${columnName(distinctOf)}::text AS distinct_value`];
