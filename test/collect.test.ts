@@ -124,6 +124,50 @@ describe('POST /v1/collect', () => {
     assert.equal(await stored(service.db, 'identities', client.client_id), 1);
   });
 
+  test('an event replaces only what the collector wrote: never a touchpoint of the API, whatever its event_id', async () => {
+    const client = await service.createClient();
+    const day = (offset: number) => new Date(Date.now() - offset * 86_400_000).toISOString();
+    const apiTouchpoint = {
+      touchpoint_id: 'api-1',
+      occurred_at: day(2),
+      type: 'visit',
+      customer_id: 'c-1',
+      landing_url: `${SHOP}/?utm_source=google&utm_medium=cpc&utm_campaign=brand&gclid=g1`,
+    };
+    const posted = await service.production.inject({ method: 'POST', url: '/v1/touchpoints', headers: client.headers, payload: { data: [apiTouchpoint] } });
+    assert.equal(posted.statusCode, 201, posted.body);
+    assert.equal((await postOrders(service.production, client, [minimalOrder('order-1', { customer_id: 'c-1', time_of_purchase: day(1) })])).statusCode, 200);
+    const explained = async () => {
+      const response = await service.production.inject({ method: 'GET', url: '/v2/orders/order-1/attribution?model=last_touch&window=7', headers: client.headers });
+      assert.equal(response.statusCode, 200, response.body);
+      return (response.json().touchpoints as { touchpoint_id: string; campaign_id: string; credit: number }[]).map(({ touchpoint_id, campaign_id, credit }) => [touchpoint_id, campaign_id, credit]);
+    };
+    assert.deepEqual(await explained(), [['api-1', 'brand', 1]]);
+    const [before] = await touchpointsOf(client, { customer_id: 'c-1' });
+
+    // A stranger's beacon with that id: another visitor, no customer, no campaign, another time.
+    expectAccepted(await collect(client, [page('api-1', 'v-stranger', { occurred_at: day(0), url: `${SHOP}/` })]));
+    assert.deepEqual(await touchpointsOf(client, { customer_id: 'c-1' }), [before]);
+    assert.deepEqual(await touchpointsOf(client, { visitor_id: 'v-stranger' }), []);
+    assert.deepEqual(await explained(), [['api-1', 'brand', 1]]);
+
+    // The collector's own events: a retry may change them, and the API may take them over, after
+    // which the collector cannot change them again.
+    expectAccepted(await collect(client, [page('e-1', 'v-1', { url: `${SHOP}/first` })]));
+    expectAccepted(await collect(client, [page('e-1', 'v-1', { url: `${SHOP}/again` })]));
+    assert.deepEqual((await touchpointsOf(client, { visitor_id: 'v-1' })).map((t) => t.landing_url), [`${SHOP}/again`]);
+    const takenOver = await service.production.inject({
+      method: 'POST',
+      url: '/v1/touchpoints',
+      headers: client.headers,
+      payload: { data: [{ touchpoint_id: 'e-1', occurred_at: day(0), type: 'visit', visitor_id: 'v-1', landing_url: `${SHOP}/api` }] },
+    });
+    assert.equal(takenOver.statusCode, 201, takenOver.body);
+    assert.equal(takenOver.json().updated, 1);
+    expectAccepted(await collect(client, [page('e-1', 'v-1', { url: `${SHOP}/stranger` })]));
+    assert.deepEqual((await touchpointsOf(client, { visitor_id: 'v-1' })).map((t) => t.landing_url), [`${SHOP}/api`]);
+  });
+
   test('takes JSON as text/plain (sendBeacon), with or without a charset, and as application/json', async () => {
     const client = await service.createClient();
     expectAccepted(await collect(client, [page('e-1', 'v-1')], { type: 'text/plain' }));

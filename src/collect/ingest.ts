@@ -2,7 +2,7 @@ import type { Tenant } from '../auth/tenant.js';
 import type { Database } from '../db/index.js';
 import { invalidRequest, type ErrorItem } from '../http/errors.js';
 import { deriveTouchpoint, type DerivedTouchpoint, type SourcePlatforms, type TouchpointInput } from '../touchpoints/derive.js';
-import { createTouchpointRepository } from '../touchpoints/repository.js';
+import { AUTHENTICATED, createTouchpointRepository } from '../touchpoints/repository.js';
 
 /** A visit read from an event, with where its URL was in the request (for the errors of its query). */
 export interface Visit {
@@ -50,8 +50,9 @@ function lastOf<T>(items: readonly T[], key: (item: T) => string): T[] {
 }
 
 /**
- * Stores the touchpoints (upserted by touchpoint_id) and links (replacing each visitor's) of a
- * request received `at`: both or neither, as a request that fails stores nothing.
+ * Stores the touchpoints (upserted by touchpoint_id, as `writtenBy` may replace them) and links
+ * (replacing each visitor's) of a request received `at`: both or neither, as a request that fails
+ * stores nothing.
  */
 export async function ingest(
   db: Database,
@@ -59,13 +60,14 @@ export async function ingest(
   visits: readonly DerivedTouchpoint[],
   links: readonly Link[],
   at: Date,
+  writtenBy = AUTHENTICATED,
 ): Promise<{ touchpoints: number; links: number }> {
   const rows = lastOf(visits, (visit) => visit.touchpoint_id);
   const linked = lastOf(links, (link) => link.visitor_id);
   const touchpoints = createTouchpointRepository(db);
   const linksJson = JSON.stringify({ data: linked });
-  if (rows.length > 0 && linked.length > 0) await touchpoints.upsertAndLink(tenant, rows, linksJson, at);
-  else if (rows.length > 0) await touchpoints.upsert(tenant, rows, at);
+  if (rows.length > 0 && linked.length > 0) await touchpoints.upsertAndLink(tenant, rows, linksJson, at, writtenBy);
+  else if (rows.length > 0) await touchpoints.upsert(tenant, rows, at, writtenBy);
   else if (linked.length > 0) await touchpoints.link(tenant, linksJson, at);
   return { touchpoints: rows.length, links: linked.length };
 }

@@ -3,6 +3,7 @@ import type { ClientRepository } from '../clients/repository.js';
 import type { Database } from '../db/database.js';
 import { isClientGone, isDatabaseUnavailable } from '../db/errors.js';
 import type { DerivedTouchpoint } from '../touchpoints/derive.js';
+import { PUBLIC_COLLECTOR } from '../touchpoints/repository.js';
 import { ingest, withSourceMapping, type Link, type Visit } from './ingest.js';
 
 /** The most events one group's statements write: a bound on their size, far past a busy shop's second. */
@@ -72,7 +73,7 @@ export function createCollectWriter(db: Database, clients: Pick<ClientRepository
       else kept.push([member, withSourceMapping(member.visits, member.derived, settings.source_platforms)]);
     }
     const store = (members: typeof kept) =>
-      ingest(db, tenant, members.flatMap(([, visits]) => visits), members.flatMap(([member]) => member.links), new Date());
+      ingest(db, tenant, members.flatMap(([, visits]) => visits), members.flatMap(([member]) => member.links), new Date(), PUBLIC_COLLECTOR);
     try {
       await store(kept);
       for (const [member] of kept) member.resolve('stored');

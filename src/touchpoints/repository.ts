@@ -35,10 +35,22 @@ const VALUES = COLUMNS.filter(([name]) => name !== 'touchpoint_id').map(([name])
  * a touchpoint less than the same touchpoints as a JSON array of records, whose keys it looks up
  * in every record (docs/benchmarks.md, "Where ingestion's time goes").
  */
-function writeParameters(touchpoints: readonly DerivedTouchpoint[], at: Date): string[] {
+function writeParameters(touchpoints: readonly DerivedTouchpoint[], at: Date, { collected }: WrittenBy): unknown[] {
   const asText = (value: DerivedTouchpoint[keyof DerivedTouchpoint]) => (typeof value === 'object' && value !== null ? JSON.stringify(value) : value);
-  return [at.toISOString(), ...COLUMNS.map(([name]) => JSON.stringify(touchpoints.map((touchpoint) => asText(touchpoint[name]))))];
+  return [at.toISOString(), ...COLUMNS.map(([name]) => JSON.stringify(touchpoints.map((touchpoint) => asText(touchpoint[name])))), collected];
 }
+const COLLECTED_PARAM = `$${COLUMNS.length + 4}::boolean`;
+
+/**
+ * Who writes touchpoints: `collected` when it is the public collector (no credentials), whose
+ * touchpoints replace only those it wrote itself, never one written through the API or Segment
+ * (migration 0029).
+ */
+export interface WrittenBy {
+  collected: boolean;
+}
+export const AUTHENTICATED: WrittenBy = { collected: false };
+export const PUBLIC_COLLECTOR: WrittenBy = { collected: true };
 
 /**
  * Touchpoints as JSON texts joined by commas, in `order`, each with the customer it is linked to:
@@ -77,14 +89,16 @@ export type TouchpointRepository = ReturnType<typeof createTouchpointRepository>
  */
 const WRITTEN_CTE = `client AS MATERIALIZED (SELECT 1 FROM clients WHERE client_id = $1 FOR KEY SHARE),
 written AS (
-  INSERT INTO touchpoints AS t (client_id, environment, ${NAMES}, created_at, updated_at)
-  SELECT $1, $2, ${COLUMNS.map(([name, type]) => `${name}::${type}`).join(', ')}, $3::timestamptz, $3::timestamptz
+  INSERT INTO touchpoints AS t (client_id, environment, ${NAMES}, collected, created_at, updated_at)
+  SELECT $1, $2, ${COLUMNS.map(([name, type]) => `${name}::${type}`).join(', ')}, ${COLLECTED_PARAM}, $3::timestamptz, $3::timestamptz
     FROM client, ROWS FROM (${COLUMNS.map((_, index) => `json_array_elements_text($${index + 4}::json)`).join(', ')}) AS r(${NAMES})
    ORDER BY touchpoint_id COLLATE "C"
   ON CONFLICT (client_id, environment, touchpoint_id) DO UPDATE SET
     ${VALUES.map((name) => `${name} = excluded.${name}`).join(', ')},
+    collected = excluded.collected,
     updated_at = greatest(t.updated_at, excluded.updated_at),
     replaced_occurred_at = t.occurred_at
+  WHERE t.collected OR NOT excluded.collected
   RETURNING xmax = 0 AS inserted, visitor_id, customer_id, occurred_at, replaced_occurred_at)`;
 /**
  * Whether a touchpoint of `written` was inserted more than a day (LATE_AFTER) before the write's
@@ -178,17 +192,18 @@ export function createTouchpointRepository(db: Database) {
     },
 
     /**
-     * Inserts each touchpoint, or replaces the one of the same touchpoint_id: one statement, all
-     * or nothing. Rows are sorted by key (byte-wise, as the key is), so that concurrent requests
+     * Inserts each touchpoint, or replaces the one of the same touchpoint_id (the collector's only
+     * those it wrote, `writtenBy`; the others are left as they are, and not counted): one
+     * statement, all or nothing. Rows are sorted by key (byte-wise, as the key is), so that concurrent requests
      * lock them in one order. `writtenAt` is the request's time, passed in (updated_at never goes
      * back, should an earlier request commit later). The attribution change is noted last
      * (src/attribution/changes.ts).
      */
-    async upsert(tenant: Tenant, touchpoints: readonly DerivedTouchpoint[], writtenAt: Date): Promise<{ inserted: number; updated: number }> {
+    async upsert(tenant: Tenant, touchpoints: readonly DerivedTouchpoint[], writtenAt: Date, writtenBy = AUTHENTICATED): Promise<{ inserted: number; updated: number }> {
       const [counts] = await db.query<WrittenCounts>(
         `WITH ${WRITTEN_CTE}, ${KEYED_CTE}, ${noteChangeCtes('SELECT * FROM keyed', WRITTEN_EARLIEST)}
          ${WRITTEN_COUNTS}`,
-        [tenant.clientId, tenant.environment, ...writeParameters(touchpoints, writtenAt)],
+        [tenant.clientId, tenant.environment, ...writeParameters(touchpoints, writtenAt, writtenBy)],
       );
       return countsOf(counts!);
     },
@@ -198,13 +213,19 @@ export function createTouchpointRepository(db: Database) {
      * a transaction of the two that each noted would lock the notes' rows between them
      * (src/attribution/changes.ts).
      */
-    upsertAndLink(tenant: Tenant, touchpoints: readonly DerivedTouchpoint[], linksJson: string, at: Date): Promise<{ inserted: number; updated: number; linked: number }> {
+    upsertAndLink(
+      tenant: Tenant,
+      touchpoints: readonly DerivedTouchpoint[],
+      linksJson: string,
+      at: Date,
+      writtenBy = AUTHENTICATED,
+    ): Promise<{ inserted: number; updated: number; linked: number }> {
       return db.transaction(async (tx) => {
         const tenantParams = [tenant.clientId, tenant.environment];
         const [written] = await tx.query<WrittenCounts & { earliest: string | null; keys: unknown[] | null }>(
           `WITH ${WRITTEN_CTE}, ${KEYED_CTE}
            SELECT counts.*, (${WRITTEN_EARLIEST})::text AS earliest, (SELECT json_agg(keyed) FROM keyed) AS keys FROM (${WRITTEN_COUNTS}) AS counts`,
-          [...tenantParams, ...writeParameters(touchpoints, at)],
+          [...tenantParams, ...writeParameters(touchpoints, at, writtenBy)],
         );
         const counts = countsOf(written!);
         const [linked] = await tx.query<{ linked: number; keys: unknown[] | null }>(
