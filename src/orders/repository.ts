@@ -66,7 +66,7 @@ const ORDER_BATCH = 500;
 
 export type OrderRepository = ReturnType<typeof createOrderRepository>;
 
-/** What a write of orders may move (src/attribution/changes.ts): an instant (text, or null), and the visitors linked through the orders. */
+/** What a patch of orders may move (src/attribution/changes.ts): an instant (text, or null), and the visitors linked through the orders. */
 interface OrdersChange {
   earliest: string | null;
   linkedVisitors: string[];
@@ -80,18 +80,15 @@ interface OrdersChange {
  */
 const STORED_BODY = `CASE WHEN b.body ? 'alternate_order_ids' THEN b.body - 'alternate_order_ids' ELSE b.body END`;
 
-/** The order ids of a write, `$3`, as changeBeforeWrite takes them. */
-const ORDER_IDS = '(SELECT unnest($3::text[]) AS order_id)';
-
 /**
- * Before a write of the orders of `orders` (SQL of a relation with an order_id column, given
- * `$3` = `param`): locks those that exist, in key order as the writes lock them, and answers the
- * earliest of their times of purchase, read under the locks (not from a statement's snapshot,
- * which a concurrent write may have overtaken), and the visitors linked through them.
+ * Before a patch of the orders `orderIds`: locks those that exist, in key order as the upsert
+ * locks them, and answers the earliest of their times of purchase, read under the locks (not from
+ * a statement's snapshot, which a concurrent write may have overtaken), and the visitors linked
+ * through them. (The upsert reads the times it replaces as it replaces them: migration 0030.)
  */
-async function changeBeforeWrite(tx: Queryable, tenant: Tenant, orders: string, param: unknown): Promise<OrdersChange> {
+async function changeBeforePatch(tx: Queryable, tenant: Tenant, orderIds: readonly string[]): Promise<OrdersChange> {
   const [row] = await tx.query<{ earliest: string | null; visitors: string[] }>(
-    `WITH ids AS ${orders},
+    `WITH ids AS (SELECT unnest($3::text[]) AS order_id),
      locked AS MATERIALIZED (
        SELECT o.time_of_purchase
          FROM (SELECT order_id FROM ids ORDER BY order_id COLLATE "C") AS k
@@ -102,7 +99,7 @@ async function changeBeforeWrite(tx: Queryable, tenant: Tenant, orders: string, 
      SELECT (SELECT min(time_of_purchase) FROM locked)::text AS earliest,
             ARRAY(SELECT i.visitor_id FROM identities i
                    WHERE i.client_id = $1 AND i.environment = $2 AND i.order_id IN (SELECT order_id FROM ids)) AS visitors`,
-    [tenant.clientId, tenant.environment, param],
+    [tenant.clientId, tenant.environment, orderIds],
   );
   return { earliest: row!.earliest, linkedVisitors: row!.visitors };
 }
@@ -111,13 +108,19 @@ async function changeBeforeWrite(tx: Queryable, tenant: Tenant, orders: string, 
  * Notes the attribution change of a write of orders, as the last statement of its transaction:
  * the keys of the visitors linked through them, as changed links (their touchpoints are the
  * orders' customers', whom the write may have made or changed), then the earliest of their times
- * of purchase before and after (`earliestAfter`).
+ * of purchase before and after (`earliest`, a list of instants or nulls).
  */
-const noteChange = (tx: Queryable, tenant: Tenant, before: OrdersChange, earliestAfter: string | null) =>
+const noteChange = (tx: Queryable, tenant: Tenant, linkedVisitors: string, visitorsParam: unknown, earliest: (string | null)[]) =>
   tx.query(
-    `WITH ${noteChangeCtes(visitorKeysSql('unnest($3::text[]) AS v (visitor_id)', String(LINKED.changed)), 'SELECT min(e) FROM unnest($4::timestamptz[]) AS e')} SELECT`,
-    [tenant.clientId, tenant.environment, before.linkedVisitors, [before.earliest, earliestAfter]],
+    `WITH ${noteChangeCtes(visitorKeysSql(linkedVisitors, String(LINKED.changed)), 'SELECT min(e) FROM unnest($4::timestamptz[]) AS e')} SELECT`,
+    [tenant.clientId, tenant.environment, visitorsParam, earliest],
   );
+
+/** The visitors linked through the orders `$3` (text[]), as noteChange takes them. */
+const LINKED_THROUGH_ORDERS = `(SELECT i.visitor_id FROM identities i
+  WHERE i.client_id = $1 AND i.environment = $2 AND i.order_id = ANY ($3::text[])) AS v`;
+/** The visitors `$3` (text[]), as noteChange takes them. */
+const VISITORS = 'unnest($3::text[]) AS v (visitor_id)';
 
 export function createOrderRepository(db: Database) {
   /**
@@ -170,9 +173,8 @@ export function createOrderRepository(db: Database) {
       return db.transaction(async (tx) => {
         // Sorted by order_id as the key is (byte-wise), so that concurrent batches lock rows in one order.
         // updated_at never goes back, should a transaction that started earlier write the row later;
-        // no volatile function in SET, which a distributed PostgreSQL (Citus) refuses there.
-        // The ids, not the batch again: the database would parse the batch's JSON twice.
-        const before = await changeBeforeWrite(tx, tenant, ORDER_IDS, orderIds);
+        // no volatile function in SET, which a distributed PostgreSQL (Citus) refuses there. The
+        // time of purchase an order had is kept as the upsert replaces it (migration 0030).
         const withDefaults = Object.keys(defaults).length > 0;
         // Orders have no foreign key to clients (migration 0028): `client` takes the lock its check
         // took for every order, once, and without the client row nothing is inserted.
@@ -185,17 +187,19 @@ export function createOrderRepository(db: Database) {
                FROM client, jsonb_array_elements($3::jsonb) AS b(body)
               ORDER BY b.body->>'order_id' COLLATE "C"
              ON CONFLICT (client_id, environment, order_id) DO UPDATE SET
-               time_of_purchase = excluded.time_of_purchase, body = excluded.body, updated_at = greatest(o.updated_at, excluded.updated_at)
-             RETURNING (xmax = 0) AS inserted, time_of_purchase
+               time_of_purchase = excluded.time_of_purchase, body = excluded.body, updated_at = greatest(o.updated_at, excluded.updated_at),
+               replaced_time_of_purchase = o.time_of_purchase
+             RETURNING (xmax = 0) AS inserted, time_of_purchase, replaced_time_of_purchase
            )
-           SELECT count(*) FILTER (WHERE inserted)::int AS inserted, count(*)::int AS written, min(time_of_purchase)::text AS earliest,
+           SELECT count(*) FILTER (WHERE inserted)::int AS inserted, count(*)::int AS written,
+                  min(least(time_of_purchase, replaced_time_of_purchase))::text AS earliest,
                   EXISTS (SELECT 1 FROM client) AS client_found
              FROM written`,
           [tenant.clientId, tenant.environment, batchJson, ...(withDefaults ? [JSON.stringify(defaults)] : [])],
         );
         if (!written!.client_found) throw new ClientGoneError();
         await attachAliases(tx, tenant, aliases);
-        await noteChange(tx, tenant, before, written!.earliest);
+        await noteChange(tx, tenant, LINKED_THROUGH_ORDERS, orderIds, [written!.earliest]);
         return { inserted: written!.inserted, updated: written!.written - written!.inserted };
       });
     },
@@ -211,13 +215,13 @@ export function createOrderRepository(db: Database) {
      */
     patch(tenant: Tenant, patchJson: string, orderIds: readonly string[], aliases: readonly AliasToAttach[], updatedAt: Date) {
       return db.transaction(async (tx) => {
-        // changeBeforeWrite takes the row locks first, one key lookup per order in key order
+        // changeBeforePatch takes the row locks first, one key lookup per order in key order
         // (byte-wise), as the upsert takes them; the UPDATE then finds its rows by key among the
         // patch's (a join to them was planned as a hash of all the client's orders on a table
         // without statistics). The orders it does not return are unknown; `both` names the pairs of exclusive fields
         // the merged body would hold. The new time of purchase is read in `patch`: Citus refuses
         // the text-to-timestamptz cast (not immutable) inside the UPDATE's coalesce.
-        const before = await changeBeforeWrite(tx, tenant, ORDER_IDS, orderIds);
+        const before = await changeBeforePatch(tx, tenant, orderIds);
         const rows = await tx.query<{ n: number; both: string[] }>(
           `WITH patch AS (
              SELECT p.body->>'order_id' AS order_id, p.n::int - 1 AS n,
@@ -249,7 +253,7 @@ export function createOrderRepository(db: Database) {
           'SELECT min(time_of_purchase)::text AS earliest FROM orders WHERE client_id = $1 AND environment = $2 AND order_id = ANY ($3::text[])',
           [tenant.clientId, tenant.environment, orderIds],
         );
-        await noteChange(tx, tenant, before, after!.earliest);
+        await noteChange(tx, tenant, VISITORS, before.linkedVisitors, [before.earliest, after!.earliest]);
         return { updated: rows.length };
       });
     },
