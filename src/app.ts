@@ -22,6 +22,7 @@ import { createLinkSigner, signingSecret } from './exports/links.js';
 import { exportFileRoutes, exportRoutes } from './exports/routes.js';
 import { feedHealthRoutes } from './feeds/health.js';
 import { healthRoutes } from './health.js';
+import { answerClientError } from './http/client-errors.js';
 import { ApiError, registerErrorHandling, sendError } from './http/errors.js';
 import { registerJsonBody, registerQueryCheck } from './http/json-body.js';
 import { registerLingeringClose } from './http/lingering-close.js';
@@ -72,6 +73,7 @@ export async function buildApp({ config, db, environment, logger, rateLimits }: 
     // Errors Fastify answers before any hook runs (a URL that cannot be decoded).
     frameworkErrors: (_error, request, reply) =>
       sendError(reply.header('x-request-id', request.id), 400, 'The URL is malformed'),
+    clientErrorHandler: answerClientError,
   }).withTypeProvider<TypeBoxTypeProvider>();
 
   app.setValidatorCompiler(validatorCompiler);

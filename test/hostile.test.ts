@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import net from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import type { LightMyRequestResponse } from 'fastify';
-import { assertErrorEnvelope, listOrders, minimalOrder, startService, type TestApp } from './helpers.js';
+import { UUID, assertErrorEnvelope, listOrders, minimalOrder, startService, type TestApp } from './helpers.js';
 
 const REQUEST_TIMEOUT_MS = 500;
 const SHOP = 'https://shop.example';
@@ -245,6 +245,8 @@ describe('over a socket', () => {
     status: number | undefined;
     /** How long the server took to close the connection; undefined: it was still open after `waitMs`. */
     closedAfterMs: number | undefined;
+    /** What followed the answer's head, if any. */
+    body: string;
   }
 
   /** Connects, lets `speak` write, and waits at most `waitMs` for the server to close the connection. */
@@ -257,7 +259,8 @@ describe('over a socket', () => {
         clearTimeout(timer);
         socket.destroy();
         const status = /^HTTP\/1\.1 (\d{3}) /.exec(received)?.[1];
-        resolve({ status: status === undefined ? undefined : Number(status), closedAfterMs });
+        const headEnd = received.indexOf('\r\n\r\n');
+        resolve({ status: status === undefined ? undefined : Number(status), closedAfterMs, body: headEnd === -1 ? '' : received.slice(headEnd + 4) });
       };
       const timer = setTimeout(() => finish(undefined), waitMs);
       socket.setEncoding('latin1').on('data', (chunk: string) => (received += chunk));
@@ -322,9 +325,14 @@ describe('over a socket', () => {
   ];
   for (const [name, request, answers] of HUGE_HEADERS) {
     test(`${name}: answered ${answers.map((status) => status ?? 'closed').join(' or ')}, then the server serves on`, async () => {
-      const { status, closedAfterMs } = await converse((socket) => socket.write(request));
+      const { status, closedAfterMs, body } = await converse((socket) => socket.write(request));
       assert.notEqual(closedAfterMs, undefined, 'the connection is closed');
       assert.ok(answers.includes(status), `answered ${status}`);
+      if (status === 431) {
+        const envelope = JSON.parse(body) as Record<string, unknown>;
+        assert.deepEqual({ ...envelope, request_id: undefined }, { message: 'Request headers are larger than the limit of 16 KiB', errors: null, request_id: undefined });
+        assert.match(String(envelope.request_id), UUID);
+      }
       await assertStillServing();
     });
   }
