@@ -188,6 +188,16 @@ describe('POST /v1/events/segment', () => {
     assert.equal(await stored(service.db, 'touchpoints', client.client_id), 1);
     const [link] = await service.db.query<{ order_id: string }>('SELECT order_id FROM identities WHERE client_id = $1', [client.client_id]);
     assert.equal(link!.order_id, '1001');
+    // The largest whole number a double holds exactly is read digit for digit; past it, a 422 says why.
+    const largest = trackEvent('track-2', 'Order Completed', { order_id: Number.MAX_SAFE_INTEGER }, { anonymousId: 'visitor-2' });
+    expectCounts(await forward(client, largest), { touchpoints: 0, links: 1, ignored: 0 });
+    const [largestLink] = await service.db.query<{ order_id: string }>("SELECT order_id FROM identities WHERE client_id = $1 AND visitor_id = 'visitor-2'", [client.client_id]);
+    assert.equal(largestLink!.order_id, '9007199254740991');
+    const tooLarge = assertErrorEnvelope(await forward(client, { ...largest, properties: { order_id: 1e21 } }), 422);
+    assert.ok(
+      tooLarge.errors!.some((error) => error.msg === 'Must be at most 9007199254740991 when sent as a number (a larger one loses digits): send the order id as a string'),
+      JSON.stringify(tooLarge.errors),
+    );
   });
 
   test('needs the API credentials', async () => {
@@ -205,6 +215,8 @@ describe('POST /v1/events/segment', () => {
       ['a numeric anonymousId', pageEvent('page-1', { anonymousId: 42 }), 'body/anonymousId'],
       ['an event without a type in a batch', { batch: [pageEvent('page-1'), { messageId: 'm' }] }, 'body/batch/1/type'],
       ['a negative order_id', trackEvent('t', 'Order Completed', { order_id: -1 }), 'body/properties/order_id'],
+      ['an order_id past 2^53, whose digits a double loses', trackEvent('t', 'Order Completed', { order_id: 1e21 }), 'body/properties/order_id'],
+      ['an order_id that is not whole', trackEvent('t', 'Order Completed', { order_id: 1.2345678901234568e29 / 1e29 }), 'body/properties/order_id'],
       ['a click id over its bound in the page URL', { batch: [pageEvent('page-1', { context: { page: { url: `https://shop.example/?gclid=${'g'.repeat(1025)}` } } })] }, 'body/batch/0/context/page/url'],
     ];
     for (const [what, payload, loc] of cases) {

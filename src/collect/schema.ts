@@ -1,5 +1,5 @@
 import { Type, type Static } from 'typebox';
-import { DateTime, Identifier, MAX_TEXT_LENGTH, NonEmptyString } from '../http/schemas.js';
+import { DateTime, Identifier, MAX_ID_LENGTH, MAX_TEXT_LENGTH, NonEmptyString } from '../http/schemas.js';
 
 /**
  * The collector's bounds. A beacon holds the few events of one page (a page view, an identify, a
@@ -57,6 +57,22 @@ const Campaign = Type.Optional(
   }),
 );
 
+/**
+ * An order id, as text or as a JSON number. A number is taken as its decimal digits, so only a
+ * whole number that a double holds exactly: past 2^53 the parser has already lost digits (a
+ * shop's 1e21 would be stored as "1e+21", an id no order has), so it is refused, asking for the
+ * id as a string. One schema of two types, not a union, so that a refusal says which rule broke.
+ */
+const OrderIdTextOrNumber = Type.Unsafe<string | number>({
+  type: ['string', 'integer'],
+  minLength: 1,
+  maxLength: MAX_ID_LENGTH,
+  minimum: 0,
+  maximum: Number.MAX_SAFE_INTEGER,
+  description: "Order Completed: the order's order_id, a string or a whole number.",
+  'x-messages': { maximum: `Must be at most ${Number.MAX_SAFE_INTEGER} when sent as a number (a larger one loses digits): send the order id as a string` },
+});
+
 const SEGMENT_TYPE = Type.String({ minLength: 1, maxLength: 64, description: 'page, identify and track are read; any other is counted as ignored.' });
 const segmentFields = {
   messageId: Type.Optional(Identifier("A page's touchpoint_id: a redelivered event is stored once.")),
@@ -68,7 +84,7 @@ const segmentFields = {
     Loose({
       url: OptionalText,
       referrer: OptionalText,
-      order_id: Type.Optional(Type.Union([Identifier("Order Completed: the order's order_id."), Type.Integer({ minimum: 0 })])),
+      order_id: Type.Optional(OrderIdTextOrNumber),
     }),
   ),
   context: Type.Optional(

@@ -14,7 +14,7 @@ export const NonEmptyString = (description: string) => Type.String({ minLength: 
  * The longest identifier taken. Identifiers are index keys, and an index entry must fit in about
  * 2.7 kB: 255 characters leave room for several in one key, even at four bytes a character.
  */
-const MAX_ID_LENGTH = 255;
+export const MAX_ID_LENGTH = 255;
 
 export const Identifier = (description: string) => Type.String({ minLength: 1, maxLength: MAX_ID_LENGTH, description });
 
