@@ -133,7 +133,21 @@ export interface RunningServer {
   stop(): Promise<void>;
 }
 
+/** A port freePort found was taken again (by a connection's local port, say) before the server listened on it. */
+class PortTaken extends Error {}
+
+/** Starts the service as startServerOnce does, on other ports when one it was given was taken meanwhile. */
 export async function startServer(store: Store, extraEnv: NodeJS.ProcessEnv = {}): Promise<RunningServer> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startServerOnce(store, extraEnv);
+    } catch (error) {
+      if (!(error instanceof PortTaken) || attempt === 3) throw error;
+    }
+  }
+}
+
+async function startServerOnce(store: Store, extraEnv: NodeJS.ProcessEnv): Promise<RunningServer> {
   const [port, uatPort] = [await freePort(), await freePort()];
   const child = spawn(process.execPath, [CLI, 'serve'], {
     // Throughput is measured: not the per-key write budgets an operator would raise for a backfill,
@@ -157,7 +171,9 @@ export async function startServer(store: Store, extraEnv: NodeJS.ProcessEnv = {}
   // Warnings and errors are shown; the readiness of every API process is watched for.
   const readyMessage = Number(extraEnv.WEB_CONCURRENCY ?? 1) > 1 ? 'all API processes are ready' : 'tributary is ready';
   let allReady = false;
+  let portTaken = false;
   readline.createInterface({ input: child.stdout! }).on('line', (line) => {
+    if (line.includes('EADDRINUSE')) portTaken = true;
     const entry = (() => {
       try {
         return JSON.parse(line) as { level: number; msg: string };
@@ -172,7 +188,7 @@ export async function startServer(store: Store, extraEnv: NodeJS.ProcessEnv = {}
   const started = Date.now();
   // Polled every 20 ms: the start-up time measured is within 20 ms of the truth.
   for (;;) {
-    if (child.exitCode !== null) throw new Error(`server exited with ${child.exitCode}`);
+    if (child.exitCode !== null) throw portTaken ? new PortTaken() : new Error(`server exited with ${child.exitCode}`);
     const ready = await fetch(`${url}/readyz`).then((r) => r.ok, () => false);
     if (ready) break;
     if (Date.now() - started > 60_000) throw new Error('server did not become ready in 60 s');
