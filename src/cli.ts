@@ -2,7 +2,7 @@
 import { Command, InvalidArgumentError } from 'commander';
 import type { ClientRepository } from './clients/repository.js';
 import type { Database } from './db/index.js';
-import type { migrate } from './db/migrate.js';
+import type { MigrationResult } from './db/migrate.js';
 import { DEFAULT_PORT, DEFAULT_UAT_PORT, MAX_API_PROCESSES, loadConfig } from './config.js';
 import path from 'node:path';
 import v8 from 'node:v8';
@@ -17,11 +17,11 @@ const print = (value: unknown) => process.stdout.write(`${JSON.stringify(value, 
 // them only, like the server's: `import` runs without them, some 25 MB less.
 
 /** Runs `work` on the configured store once migrated (with what the migration applied), then closes it. */
-async function withStore<T>(work: (db: Database, applied: Awaited<ReturnType<typeof migrate>>) => Promise<T>): Promise<T> {
-  const [{ openDatabase }, migration] = await Promise.all([import('./db/index.js'), import('./db/migrate.js')]);
-  const db = await openDatabase(loadConfig());
+async function withStore<T>(work: (db: Database, applied: MigrationResult) => Promise<T>): Promise<T> {
+  const { openMigratedDatabase } = await import('./db/index.js');
+  const { db, applied } = await openMigratedDatabase(loadConfig());
   try {
-    return await work(db, await migration.migrate(db));
+    return await work(db, { applied });
   } finally {
     await db.close();
   }

@@ -1,8 +1,7 @@
 import cluster, { type Worker } from 'node:cluster';
 import type { Logger } from 'pino';
 import { ConfigError, type Config } from './config.js';
-import { openDatabase } from './db/index.js';
-import { migrate } from './db/migrate.js';
+import { openMigratedDatabase } from './db/index.js';
 import { createLogger } from './logger.js';
 import { SHUTDOWN_GRACE_MS, startServer } from './server.js';
 
@@ -72,13 +71,9 @@ async function serveAsWorker(config: Config): Promise<void> {
  */
 async function superviseApiProcesses(config: Config, processes: number): Promise<void> {
   const logger = createLogger(config.logLevel).child({ role: 'primary' });
-  const db = await openDatabase({ ...config, databasePoolSize: 1 });
-  try {
-    const { applied } = await migrate(db);
-    if (applied.length > 0) logger.info({ applied }, 'migrations applied');
-  } finally {
-    await db.close();
-  }
+  const { db, applied } = await openMigratedDatabase({ ...config, databasePoolSize: 1 });
+  await db.close();
+  if (applied.length > 0) logger.info({ applied }, 'migrations applied');
   if (!config.redisUrl) {
     logger.warn({ processes }, 'without REDIS_URL each API process counts rate limits alone: together they allow that many times each limit');
   }

@@ -11,8 +11,10 @@ export interface Config {
   databaseUrl: string | undefined;
   /** Connections each process keeps open to PostgreSQL. */
   databasePoolSize: number;
-  /** Longest wait for one statement's answer from PostgreSQL (an export's included). */
+  /** Longest time one statement may run on PostgreSQL (an export's included); the database stops it then. */
   databaseQueryTimeoutMs: number;
+  /** Longest wait of a report for its client's kept attribution while other work holds it. */
+  reportLockWaitMs: number;
   dataDir: string;
   /** Enables the admin API when set; at least 32 characters, so that guessing it is hopeless. */
   adminToken: string | undefined;
@@ -93,6 +95,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     databaseUrl: env.DATABASE_URL || undefined,
     databasePoolSize,
     databaseQueryTimeoutMs: integer(env, 'DATABASE_QUERY_TIMEOUT_MS', 60_000, { min: 1 }),
+    reportLockWaitMs: integer(env, 'REPORT_LOCK_WAIT_MS', 10_000, { min: 1 }),
     dataDir,
     adminToken: secret(env, 'ADMIN_TOKEN', 32),
     bodyLimitBytes: integer(env, 'BODY_LIMIT_BYTES', 32 * MIB, { min: 1 }),

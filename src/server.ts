@@ -1,9 +1,8 @@
 import closeWithGrace from 'close-with-grace';
 import { buildApp } from './app.js';
 import { loadConfig, type Config } from './config.js';
-import { openDatabase } from './db/index.js';
+import { openMigratedDatabase } from './db/index.js';
 import { startExports } from './exports/index.js';
-import { migrate } from './db/migrate.js';
 import { createLogger } from './logger.js';
 import { createRateLimits } from './rate-limit/limits.js';
 
@@ -12,8 +11,7 @@ export const SHUTDOWN_GRACE_MS = 10_000;
 /** Runs export jobs only, with no HTTP: for export capacity apart from the API processes. */
 export async function startWorker(config: Config = loadConfig()) {
   const logger = createLogger(config.logLevel);
-  const db = await openDatabase(config);
-  await migrate(db);
+  const { db } = await openMigratedDatabase(config);
   const exports = startExports({ ...config, exportConcurrency: Math.max(config.exportConcurrency, 1) }, db, logger);
   await exports.ready;
   closeWithGrace({ delay: SHUTDOWN_GRACE_MS }, async ({ signal, err }) => {
@@ -33,8 +31,7 @@ export async function startWorker(config: Config = loadConfig()) {
  */
 export async function startServer(config: Config = loadConfig(), { ignoreSignals = [] }: { ignoreSignals?: ('SIGINT' | 'SIGTERM')[] } = {}) {
   const logger = createLogger(config.logLevel);
-  const db = await openDatabase(config);
-  const { applied } = await migrate(db);
+  const { db, applied } = await openMigratedDatabase(config);
   if (applied.length > 0) logger.info({ applied }, 'migrations applied');
 
   const exports = startExports(config, db, logger);

@@ -38,16 +38,17 @@ export const serverUrl = citusUrl ?? (process.env.DATABASE_URL || undefined);
 /**
  * A fresh, empty store for one test file: a new database on the server named by CITUS_URL (a
  * Citus coordinator, the database then made on every node) or DATABASE_URL, dropped afterwards;
- * or an in-memory PGlite when neither is set. It is migrated unless `migrated: false` is given.
+ * or an in-memory PGlite when neither is set. It is migrated unless `migrated: false` is given;
+ * on PostgreSQL its statements are limited to `queryTimeoutMs`, as the service's are.
  */
-export async function createTestDatabase({ migrated = true }: { migrated?: boolean } = {}): Promise<TestDatabase> {
+export async function createTestDatabase({ migrated = true, queryTimeoutMs }: { migrated?: boolean; queryTimeoutMs?: number } = {}): Promise<TestDatabase> {
   if (!serverUrl) {
     const db = await openPglite(undefined);
     if (migrated) await migrate(db);
     return { db, url: undefined, drop: () => db.close() };
   }
   const scratch = await createScratchDatabase({ url: serverUrl, citus: Boolean(citusUrl) }, 'tributary_test');
-  const postgres = openPostgres({ connectionString: scratch.url, poolSize: 10 });
+  const postgres = openPostgres({ connectionString: scratch.url, poolSize: 10, queryTimeoutMs });
   // Every statement of the service that writes is checked to call only what Citus allows there,
   // and on Citus, every statement to stay on one shard when it is about one client.
   const routes = recordingStatements(postgres, { url: scratch.url, citus: Boolean(citusUrl) });
@@ -154,10 +155,10 @@ export interface TestService {
 
 /** The production and UAT apps over one fresh store, spoken to with `app.inject`. */
 export async function startService(env: NodeJS.ProcessEnv = {}): Promise<TestService> {
-  const store = await createTestDatabase();
   // Tests send many wrong credentials on purpose, and a busy test machine (the embedded store
   // runs on the event loop) is not an overloaded server: the tests of these two limits set them.
   const config = loadConfig({ ADMIN_TOKEN, AUTH_FAILURES_PER_MINUTE: '0', OVERLOAD_EVENT_LOOP_DELAY_MS: '0', ...env });
+  const store = await createTestDatabase({ queryTimeoutMs: config.databaseQueryTimeoutMs });
   const production = await buildApp({ config, db: store.db, environment: 'production' });
   const uat = await buildApp({ config, db: store.db, environment: 'uat' });
   let clients = 0;

@@ -31,6 +31,19 @@ export function isDatabaseUnavailable(error: unknown): boolean {
   return typeof message === 'string' && UNREACHABLE_MESSAGES.test(message);
 }
 
+/**
+ * Why the database stopped a statement of ours on a limit, when that is what `error` says: it ran
+ * past the statement time limit (statement_timeout), or waited past a lock time limit
+ * (lock_timeout) for a lock another transaction held.
+ */
+export function stoppedOnLimit(error: unknown): 'statement_time' | 'lock_wait' | undefined {
+  const code = sqlstateOf(error);
+  const message = String((error as { message?: unknown } | null)?.message);
+  if (code === '57014' && message.includes('statement timeout')) return 'statement_time';
+  if (code === '55P03' && message.includes('lock timeout')) return 'lock_wait';
+  return undefined;
+}
+
 /** A write that found its client deleted after the request naming it was authenticated. */
 export class ClientGoneError extends Error {
   constructor() {

@@ -1,6 +1,7 @@
 import path from 'node:path';
 import type { Config } from '../config.js';
 import type { Database } from './database.js';
+import { migrate, type MigrationResult } from './migrate.js';
 import { openPglite } from './pglite.js';
 import { openPostgres } from './postgres.js';
 
@@ -13,4 +14,26 @@ export function openDatabase(config: Pick<Config, 'databaseUrl' | 'dataDir' | 'd
     );
   }
   return openPglite(path.join(config.dataDir, 'pglite'));
+}
+
+/**
+ * Opens the store as openDatabase does, migrated first (with what the migration applied). On
+ * PostgreSQL the migration runs on a connection of its own without the statement time limit: an
+ * upgrade may rewrite a large table for minutes, and a process starting meanwhile waits for it.
+ */
+export async function openMigratedDatabase(
+  config: Parameters<typeof openDatabase>[0],
+): Promise<{ db: Database; applied: MigrationResult['applied'] }> {
+  if (!config.databaseUrl) {
+    const db = await openDatabase(config);
+    return { db, ...(await migrate(db)) };
+  }
+  const unlimited = await openDatabase({ ...config, databasePoolSize: 1, databaseQueryTimeoutMs: undefined });
+  let applied: MigrationResult['applied'];
+  try {
+    ({ applied } = await migrate(unlimited));
+  } finally {
+    await unlimited.close();
+  }
+  return { db: await openDatabase(config), applied };
 }

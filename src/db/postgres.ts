@@ -4,19 +4,26 @@ import { readThroughCursor, withRetry, type Database, type Listening, type Query
 export interface PostgresOptions {
   connectionString: string;
   poolSize: number;
-  /** Longest wait for one statement's answer, past which the database counts as unreachable (unset: no limit). */
+  /** Longest time one statement may run (unset: no limit). */
   queryTimeoutMs?: number;
 }
 
+/** How much longer than the statement's limit the driver waits for an answer before it counts the database as unreachable. */
+const UNREACHABLE_AFTER_LIMIT_MS = 5_000;
+
 export function openPostgres({ connectionString, poolSize, queryTimeoutMs }: PostgresOptions): Database {
-  // A network partition loses packets instead of refusing them: without a timeout a statement
-  // sent on an open connection would wait as long as TCP does (many minutes), holding its
-  // request and its pool slot.
+  // The database stops a statement past the limit itself (statement_timeout, set as each
+  // connection opens): a statement the service gave up on must not keep running, holding its
+  // locks and its connection. The driver's own timeout, a little later, is for a network
+  // partition, which loses packets instead of refusing them: without it a statement sent on an
+  // open connection would wait as long as TCP does (many minutes), holding its request and its
+  // pool slot.
   const pool = new pg.Pool({
     connectionString,
     max: poolSize,
     connectionTimeoutMillis: 5_000,
-    query_timeout: queryTimeoutMs,
+    statement_timeout: queryTimeoutMs,
+    query_timeout: queryTimeoutMs && queryTimeoutMs + UNREACHABLE_AFTER_LIMIT_MS,
     keepAlive: true,
   });
   // An idle client losing its connection (server restart) must not crash the process; the pool

@@ -43,9 +43,11 @@ declare module 'fastify' {
 export interface StoreOptions {
   /** How long the download links of a finished export work. */
   linkTtlSeconds: number;
+  /** Longest wait of a report for its client's kept attribution, held by other work. */
+  reportLockWaitMs: number;
 }
 
-function databaseStore(db: Database, { linkTtlSeconds }: StoreOptions): Store {
+function databaseStore(db: Database, { linkTtlSeconds, reportLockWaitMs }: StoreOptions): Store {
   return {
     clients: createClientRepository(db),
     orders: createOrderRepository(db),
@@ -56,7 +58,7 @@ function databaseStore(db: Database, { linkTtlSeconds }: StoreOptions): Store {
     erasure: createCustomerErasure(db),
     exports: createExportJobs(db, { linkTtlSeconds }),
     breakdowns: createBreakdownCatalog(db),
-    reports: createReportRepository(db),
+    reports: createReportRepository(db, { lockWaitMs: reportLockWaitMs }),
     feeds: createFeedRepository(db),
   };
 }

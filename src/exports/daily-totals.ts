@@ -71,10 +71,16 @@ async function lockKeptTotals(tx: Queryable, { clientId, environment }: Tenant, 
  * its locks on the notes. Changes committed after it stay noted for the next report. Each day goes
  * by the bound of its own totals (its lookback). A stale day is missing to reports; the keeper
  * computes the stale cash days among its days again (refreshKeptTotals), whoever took the change.
- * Their rows are replaced when the day is computed again.
+ * Their rows are replaced when the day is computed again. `settle` runs first in the transaction
+ * (a report's lock time limit).
  */
-export function markChangedDaysStale(db: Database, { tenant, timeZone }: Pick<KeptTotalsAsked, 'tenant' | 'timeZone'>): Promise<void> {
+export function markChangedDaysStale(
+  db: Database,
+  { tenant, timeZone }: Pick<KeptTotalsAsked, 'tenant' | 'timeZone'>,
+  settle: (tx: Queryable) => Promise<void> = async () => {},
+): Promise<void> {
   return db.transaction(async (tx) => {
+    await settle(tx);
     const tenantParams = [tenant.clientId, tenant.environment];
     const keptZone = await lockKeptTotals(tx, tenant, timeZone);
     // The keys first, then the instants: in the order writes lock them (src/attribution/changes.ts).

@@ -1,5 +1,5 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { isClientGone, isDatabaseUnavailable, refusedValue, type RefusedValue } from '../db/errors.js';
+import { isClientGone, isDatabaseUnavailable, refusedValue, stoppedOnLimit, type RefusedValue } from '../db/errors.js';
 import type { ErrorEnvelope, ErrorItem } from './error-envelope.js';
 
 // For the handlers that build error items along with the errors they throw.
@@ -114,6 +114,11 @@ export function sendError(reply: FastifyReply, status: number, message: string, 
 
 const DATABASE_RETRY_AFTER_SECONDS = 5;
 
+const STOPPED_ON_LIMIT_MESSAGES = {
+  statement_time: 'The database took longer than its time limit for a statement (DATABASE_QUERY_TIMEOUT_MS) on this request, and stopped it; send it again later, or ask for less',
+  lock_wait: "Other work holds this client's data (attribution being computed, or a write): the request waited its limit for it and stopped; send it again shortly",
+};
+
 /** Gives every error, and every unknown route, the one envelope of the API. */
 export function registerErrorHandling(app: FastifyInstance) {
   app.setErrorHandler((thrown: FastifyError, request, reply) => {
@@ -131,6 +136,12 @@ export function registerErrorHandling(app: FastifyInstance) {
     if (status >= 400 && status < 500) {
       const message = FRAMEWORK_MESSAGES[error.code]?.(error, request) ?? error.message;
       return sendError(reply, status, message);
+    }
+    const limit = stoppedOnLimit(error);
+    if (limit) {
+      request.log.warn({ limit }, 'statement stopped by the database on a limit');
+      reply.header('retry-after', String(DATABASE_RETRY_AFTER_SECONDS));
+      return sendError(reply, 503, STOPPED_ON_LIMIT_MESSAGES[limit]);
     }
     if (isDatabaseUnavailable(error)) {
       request.log.warn({ err: { code: (error as { code?: unknown }).code } }, 'database unavailable');

@@ -1,4 +1,5 @@
 import { readThroughCursor, type Database } from '../db/index.js';
+import { lockWaitAtMost } from '../db/limits.js';
 import { markChangedDaysStale, keepMissingDays, type KeptTotalsAsked } from '../exports/daily-totals.js';
 import { inRowsTransaction } from '../exports/rows.js';
 
@@ -7,23 +8,29 @@ const BATCH = 1000;
 
 export type ReportRepository = ReturnType<typeof createReportRepository>;
 
-export function createReportRepository(db: Database) {
+export function createReportRepository(db: Database, { lockWaitMs }: { lockWaitMs: number }) {
+  const waitingAtMost = lockWaitAtMost(lockWaitMs);
   return {
     /**
      * The rows of a report's statement (planRowsSql, which names the tenant), run with the
      * settings an export's run has, a batch at a time; with `keptTotals`, the statement reads
-     * kept daily totals, which are brought up to date first. A transaction that fails for a
-     * deadlock or a serialization failure is run again from the start: `startReading` is called
-     * at the start of each run, and gives the handler of that run's batches.
+     * kept daily totals, which are brought up to date first, waiting at most `lockWaitMs` for
+     * other work that holds them (the keeper computing days, another report: a lock time limit,
+     * which the API answers 503). A transaction that fails for a deadlock or a serialization
+     * failure is run again from the start: `startReading` is called at the start of each run,
+     * and gives the handler of that run's batches.
      */
     async eachBatch(
       { sql, params, keptTotals }: { sql: string; params: readonly unknown[]; keptTotals?: KeptTotalsAsked },
       startReading: () => (rows: Record<string, unknown>[]) => Promise<void>,
     ): Promise<void> {
-      if (keptTotals) await markChangedDaysStale(db, keptTotals);
+      if (keptTotals) await markChangedDaysStale(db, keptTotals, waitingAtMost);
       await inRowsTransaction(db, async (tx) => {
         const onBatch = startReading();
-        if (keptTotals) await keepMissingDays(tx, keptTotals);
+        if (keptTotals) {
+          await waitingAtMost(tx);
+          await keepMissingDays(tx, keptTotals);
+        }
         await readThroughCursor(tx, { sql, params, batchSize: BATCH, hold: false }, onBatch);
       });
     },
