@@ -23,6 +23,7 @@ import { exportFileRoutes, exportRoutes } from './exports/routes.js';
 import { feedHealthRoutes } from './feeds/health.js';
 import { healthRoutes } from './health.js';
 import { answerClientError } from './http/client-errors.js';
+import { limitTestCredentialBodies } from './http/test-credentials.js';
 import { ApiError, registerErrorHandling, sendError } from './http/errors.js';
 import { registerJsonBody, registerQueryCheck } from './http/json-body.js';
 import { registerLingeringClose } from './http/lingering-close.js';
@@ -177,6 +178,7 @@ export async function buildApp({ config, db, environment, logger, rateLimits }: 
     api.addHook('onRequest', async (request) => {
       request.store = storeOf(request.tenant);
     });
+    api.addHook('preParsing', limitTestCredentialBodies);
     registerRateLimits(api, limits);
     api.addHook('onRoute', (route) => {
       route.schema = { security: [{ api_key: [], client_id: [] }], ...route.schema };

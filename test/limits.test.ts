@@ -3,6 +3,7 @@ import type { ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import fs from 'node:fs';
 import net from 'node:net';
+import { Readable } from 'node:stream';
 import { after, before, describe, test } from 'node:test';
 import { freePort } from '../bench/server.js';
 import { AMOUNT_BOUNDS, ORDER_LIST_LIMITS } from '../src/orders/schema.js';
@@ -134,12 +135,18 @@ describe('request limits', () => {
       ['64,000 arrays deep', `${'['.repeat(64_000)}${']'.repeat(64_000)}`, 'Request body nests objects and arrays more than 64 deep, unlike any request of this API; it was not read'],
       ['15 million numbers', arrayOf(15 * MILLION, '1'), 'Request body is mostly short values (more than one in 8 bytes), unlike any request of this API; it was not read'],
     ];
+    const testCredentialsLimit = 4 * 1024 * 1024;
     for (const [what, body, message] of refusals) {
       for (const [app, headers] of [[service.production, client.headers], [service.uat, UAT_TEST_CREDENTIALS]] as const) {
         const started = performance.now();
         const answer = await app.inject({ method: 'POST', url: '/v2/orders', headers: { ...headers, 'content-type': 'application/json' }, payload: body });
-        const envelope = assertErrorEnvelope(answer, 400);
-        assert.equal(envelope.message, message, what);
+        // The test credentials' bodies past their own size limit are refused for it first.
+        const [status, expected] =
+          app === service.uat && body.length > testCredentialsLimit
+            ? [413, `Request body is larger than the limit of ${testCredentialsLimit} bytes for the UAT test credentials`]
+            : [400, message];
+        const envelope = assertErrorEnvelope(answer, status);
+        assert.equal(envelope.message, expected, what);
         assert.equal(envelope.errors, null, what);
         // Far under what parsing them took (seconds for the million keys); a generous bound for a loaded machine.
         assert.ok(performance.now() - started < 2_000, `${what}: ${performance.now() - started} ms`);
@@ -253,12 +260,36 @@ describe('request limits', () => {
     assert.deepEqual(unbounded, []);
   });
 
+  test('the UAT test credentials send at most 4 MiB a body: past it a 413 at once, announced or chunked', async () => {
+    const limit = 4 * 1024 * 1024;
+    const message = `Request body is larger than the limit of ${limit} bytes for the UAT test credentials`;
+    const headers = { ...UAT_TEST_CREDENTIALS, 'content-type': 'application/json' };
+    const announced = await service.uat.inject({ method: 'POST', url: '/v2/orders', headers, payload: arrayOf(Math.ceil((limit + 1) / (SPARSE_ITEM.length + 1)), SPARSE_ITEM) });
+    assert.equal(assertErrorEnvelope(announced, 413).message, message);
+    // A thousand times the limit, sent without a length, made as it is read: refused once past the limit.
+    let pulled = 0;
+    const chunk = Buffer.from(`${SPARSE_ITEM},`.repeat(Math.floor(65_536 / (SPARSE_ITEM.length + 1))));
+    const chunks = (1000 * limit) / chunk.length;
+    const stream = Readable.from(
+      (function* () {
+        yield Buffer.from('[');
+        for (; pulled < chunks; pulled++) yield chunk;
+      })(),
+    );
+    const chunked = await service.uat.inject({ method: 'POST', url: '/v2/orders', headers, payload: stream });
+    assert.equal(assertErrorEnvelope(chunked, 413).message, message);
+    assert.ok(pulled * chunk.length < 2 * limit, `${pulled} chunks of ${chunk.length} bytes read`);
+    // Production's credentials keep the 32 MiB limit.
+    const production = await post('/v2/orders', arrayOf(Math.ceil((limit + 1) / (SPARSE_ITEM.length + 1)), SPARSE_ITEM));
+    assert.equal(assertErrorEnvelope(production, 400).message, 'Invalid request: 1 problem found');
+  });
+
   test('the anonymous UAT test credentials are refused alike', async () => {
     const uat = await service.uat.inject({
       method: 'POST',
       url: '/v2/orders',
       headers: { ...UAT_TEST_CREDENTIALS, 'content-type': 'application/json' },
-      payload: arrayOf(MILLION, SPARSE_ITEM),
+      payload: arrayOf(100_000, SPARSE_ITEM),
     });
     assert.deepEqual(assertErrorEnvelope(uat, 400).errors, [{ loc: 'body', msg: 'At most 1000 orders per request: split the batch', type: 'max_items' }]);
     assert.equal((await postAliases(service.uat, { headers: UAT_TEST_CREDENTIALS }, JSON.parse(arrayOf(2501, SPARSE_ITEM)))).statusCode, 400);
@@ -311,7 +342,8 @@ describe('huge anonymous requests against a running server', () => {
 
     const attacks = [
       { url: '/v2/orders', body: arrayOf(MILLION, '{}'), status: 400 },
-      { url: '/v2/orders', body: arrayOf(MILLION, SPARSE_ITEM), status: 400 },
+      // 26 MB: past the test credentials' 4 MiB, refused for its size before it is read.
+      { url: '/v2/orders', body: arrayOf(MILLION, SPARSE_ITEM), status: 413 },
       { url: '/v2/orders/aliases', body: `{"aliases":${arrayOf(MILLION, '{}')}}`, status: 400 },
       { url: '/v1/spend_hourly', body: `{"data":${arrayOf(MILLION, '{}')}}`, status: 422 },
     ];

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import net from 'node:net';
-import { Writable } from 'node:stream';
+import { Readable, Writable } from 'node:stream';
 import { setTimeout } from 'node:timers/promises';
 import { after, test } from 'node:test';
 import { Redis } from 'ioredis';
@@ -85,6 +85,41 @@ test('a body larger than the whole order-write budget is a 413, not a 429 it cou
   const client = await service.createClient();
   const huge = Array.from({ length: 40 }, (_, i) => minimalOrder(`huge-${i}`));
   assertErrorEnvelope(await postOrders(service.production, client, huge), 413);
+});
+
+/** A body sent in `chunks` chunks of `chunkBytes` without a length, made as it is read; `pulled` counts the chunks read. */
+function chunkedBody(chunks: number, chunkBytes: number, first = '') {
+  const counter = { pulled: 0 };
+  const stream = Readable.from(
+    (function* () {
+      for (; counter.pulled < chunks; counter.pulled++) yield Buffer.from(counter.pulled === 0 ? first.padEnd(chunkBytes) : ' '.repeat(chunkBytes));
+    })(),
+    { objectMode: false },
+  );
+  return { stream, counter };
+}
+
+test('a chunked body is charged as it arrives: past the whole budget, a 413 long before its end is read', async () => {
+  const client = await service.createClient();
+  await startOfMinuteWindow();
+  // 1,000 times the budget, in 1 KB chunks.
+  const { stream, counter } = chunkedBody(1000 * (BUDGET / 1000), 1000, '[');
+  const answer = await service.production.inject({ method: 'POST', url: '/v2/orders', headers: { ...client.headers, 'content-type': 'application/json' }, payload: stream });
+  const { message } = assertErrorEnvelope(answer, 413);
+  assert.equal(message, `The request body is larger than the whole order-writes budget of ${BUDGET} bytes in 60 s`);
+  assert.ok(counter.pulled < 100, `${counter.pulled} of 6,000 chunks read`);
+
+  // Under the budget, a chunked body is charged its bytes, as an announced one is.
+  const other = await service.createClient();
+  const batch = JSON.stringify([minimalOrder('chunked')]);
+  const sent = await service.production.inject({
+    method: 'POST',
+    url: '/v2/orders',
+    headers: { ...other.headers, 'content-type': 'application/json' },
+    payload: Readable.from([Buffer.from(batch.slice(0, 100)), Buffer.from(batch.slice(100))]),
+  });
+  assert.equal(sent.statusCode, 200, sent.body);
+  assert.equal(remaining(sent), BUDGET - Buffer.byteLength(batch));
 });
 
 test('export creations are limited per client and minute', async () => {

@@ -8,8 +8,6 @@ declare module 'fastify' {
   interface FastifyRequest {
     /** The JSON body exactly as received (less a byte-order mark), for handlers that store it as is. */
     rawBody?: string;
-    /** Its size in bytes, as received: what write budgets count of a body sent without a Content-Length. */
-    rawBodyBytes?: number;
   }
 }
 
@@ -85,7 +83,6 @@ export function parseJsonBody(request: FastifyRequest, bytes: string | Buffer, d
     );
   }
   request.rawBody = body;
-  request.rawBodyBytes = (bytes as Buffer).length;
   done(null, value);
 }
 

@@ -1,7 +1,9 @@
 import { createHash, createHmac, randomBytes } from 'node:crypto';
+import type { Readable } from 'node:stream';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import { ApiError } from '../http/errors.js';
+import { meteredBody } from '../http/metered-body.js';
 import { addressBucket } from './address.js';
 import { redisStore } from './redis.js';
 import { decide, memoryStore, type CounterStore, type Decision, type Policy } from './window.js';
@@ -51,6 +53,10 @@ function routePolicies(config: RateLimitConfig): Record<LimitName, RoutePolicy |
     exportReads: limited({ name: 'export-reads', limit: config.exportReadsPerSecond, windowSeconds: 1, unit: 'requests', per: 'client' }),
   };
 }
+
+/** A body larger than a byte budget's whole window: a 413, not a 429 it could never get past. */
+const largerThanBudget = (policy: Policy) =>
+  new ApiError(413, `The request body is larger than the whole ${policy.name} budget of ${policy.limit} bytes in ${policy.windowSeconds} s`);
 
 /** A source address (its IPv6 /64), as a counter key: hashed, so that no address is kept anywhere. */
 const addressKey = (request: FastifyRequest) => `ip:${createHash('sha256').update(addressBucket(request.ip)).digest('base64url').slice(0, 22)}`;
@@ -115,9 +121,7 @@ export function createRateLimits(config: RateLimitConfig, logger?: Logger) {
           ? `${tenant.environment}:key:${tenant.apiKeyHash}`
           : `${tenant.environment}:client:${tenant.clientId}`;
       const cost = policy.unit === 'content-bytes' ? bodyBytes : 1;
-      if (cost > policy.limit) {
-        throw new ApiError(413, `The request body is larger than the whole ${policy.name} budget of ${policy.limit} bytes in ${policy.windowSeconds} s`);
-      }
+      if (cost > policy.limit) throw largerThanBudget(policy);
       const decision = await consume(policy, subject, cost);
       if (!decision) return;
       reply.header('ratelimit-policy', `"${policy.name}";q=${policy.limit};w=${policy.windowSeconds}${policy.unit === 'content-bytes' ? ';qu="content-bytes"' : ''}`);
@@ -125,6 +129,25 @@ export function createRateLimits(config: RateLimitConfig, logger?: Logger) {
       if (!decision.allowed) {
         throw tooMany(decision, `Rate limit exceeded (${policy.name}): retry after ${decision.retryAfterSeconds} s`);
       }
+    },
+
+    /**
+     * limitRoute for a body sent without a length (chunked): a group counted in requests is
+     * charged at once; one counted in bytes, chunk by chunk as the body arrives, so that a body
+     * past the budget is refused as soon as it is, not once it has been read whole.
+     */
+    async limitStreamedBody(request: FastifyRequest, reply: FastifyReply, payload: Readable): Promise<Readable> {
+      const name = request.routeOptions.config.rateLimit;
+      const policy = name && limits[name];
+      if (!policy) return payload;
+      if (policy.unit !== 'content-bytes') {
+        await this.limitRoute(request, reply, 0);
+        return payload;
+      }
+      return meteredBody(payload, async (soFar, chunk) => {
+        if (soFar > policy.limit) throw largerThanBudget(policy);
+        await this.limitRoute(request, reply, chunk);
+      });
     },
 
     /**
@@ -170,15 +193,13 @@ export function createRateLimits(config: RateLimitConfig, logger?: Logger) {
 /**
  * Applies the route groups' limits to the routes registered in `api`. A body is counted as it is
  * announced (Content-Length), before it is read, so that a caller past its budget costs no
- * parse; one sent without a length (chunked) is counted once it has arrived.
+ * parse; one sent without a length (chunked) is counted as it arrives.
  */
 export function registerRateLimits(api: FastifyInstance, rateLimits: RateLimits) {
   api.addHook('preParsing', async (request, reply, payload) => {
     const announced = request.headers['content-length'];
-    if (announced !== undefined) await rateLimits.limitRoute(request, reply, Number(announced));
+    if (announced === undefined) return rateLimits.limitStreamedBody(request, reply, payload);
+    await rateLimits.limitRoute(request, reply, Number(announced));
     return payload;
-  });
-  api.addHook('preValidation', async (request, reply) => {
-    if (request.headers['content-length'] === undefined) await rateLimits.limitRoute(request, reply, request.rawBodyBytes ?? 0);
   });
 }
