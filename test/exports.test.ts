@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import { after, test } from 'node:test';
+import { MODEL_ALIASES, MODEL_IDS, WINDOW_NAMES } from '../src/attribution/models.js';
 import { METRICS, PLATFORM_METRICS } from '../src/exports/catalog.js';
 import { createExportJobs } from '../src/exports/jobs.js';
 import { createExportProducer } from '../src/exports/produce.js';
@@ -309,6 +310,44 @@ test('invalid export requests are 422 naming each problem', async () => {
     const envelope = assertErrorEnvelope(await createExport(client, body), 422);
     assert.deepEqual(envelope.errors?.map((item) => [item.loc, item.type]), expected, JSON.stringify(body));
   }
+});
+
+test('an export whose days × attribution combinations pass the limit is refused before it runs', async () => {
+  const client = await service.createClient();
+  const everyCombination = {
+    attribution_models: [...MODEL_IDS, ...Object.keys(MODEL_ALIASES)],
+    attribution_windows: WINDOW_NAMES,
+    accounting_modes: ['cash', 'accrual'],
+  };
+  const combinations = everyCombination.attribution_models.length * WINDOW_NAMES.length * 2;
+  const twoYearsHourly = {
+    level: 'campaign',
+    time_granularity: 'HOURLY',
+    period_type: 'FIXED',
+    period_options: { period_starting_at: '2023-01-01', period_ending_at: '2024-12-31' },
+    metrics: [{ id: 'rev' }, { id: 'spend' }, { id: 'roas' }],
+    attribution_options: everyCombination,
+  };
+  const { errors } = assertErrorEnvelope(await createExport(client, twoYearsHourly), 422);
+  assert.deepEqual(errors, [
+    {
+      loc: 'body/attribution_options',
+      msg:
+        'An export may credit at most 11,712 day-combinations (the period\'s days × models × windows × accounting modes: a year of 32 ' +
+        `combinations); this one asks for 731 × ${combinations} = ${(731 * combinations).toLocaleString('en-US')}. Split it by period, or by model`,
+      type: 'too_large',
+    },
+  ]);
+  // At the limit: a year of 32 combinations is taken.
+  const yearOf32 = {
+    ...twoYearsHourly,
+    time_granularity: 'DAILY',
+    period_options: { period_starting_at: '2024-01-01', period_ending_at: '2024-12-31' },
+    attribution_options: { attribution_models: MODEL_IDS.slice(0, 4), attribution_windows: ['1', '7', '30', '90'], accounting_modes: ['cash', 'accrual'] },
+  };
+  assert.equal((await createExport(client, yearOf32)).statusCode, 201);
+  const aDayMore = { ...yearOf32, period_options: { period_starting_at: '2024-01-01', period_ending_at: '2025-01-01' } };
+  assert.equal(assertErrorEnvelope(await createExport(client, aDayMore), 422).errors![0]!.type, 'too_large');
 });
 
 test('breakdowns and order metrics are refused, with a reason, where they cannot apply', async () => {

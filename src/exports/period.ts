@@ -113,3 +113,9 @@ export function resolvePeriod(
   if (to > latest.getTime()) throw new PeriodError(`A FIXED period may be at most ${MAX_FIXED_YEARS} years long`);
   return { kind: 'instants', from: first, to: last };
 }
+
+/** The days a period spans: whole local days, or the days between two instants, a part counted whole. */
+export function periodDays(period: Period): number {
+  const ms = period.kind === 'days' ? Date.parse(`${period.to}T00:00:00Z`) - Date.parse(`${period.from}T00:00:00Z`) : instantOf(period.to) - instantOf(period.from);
+  return Math.ceil(ms / DAY_MS);
+}

@@ -2,12 +2,19 @@ import { Value } from 'typebox/value';
 import { DEFAULT_MODEL, DEFAULT_WINDOW, modelNamed, windowNamed } from '../attribution/models.js';
 import type { ErrorItem } from '../http/errors.js';
 import { breakdownNamed, isAttributionMetric, isOrderMetric } from './catalog.js';
-import { PeriodError, resolvePeriod } from './period.js';
+import { PeriodError, periodDays, resolvePeriod } from './period.js';
 import { DIMENSION_COLUMNS, type AccountingMode, type AttributionCombination, type RowsPlan } from './rows.js';
 import { ExportRequest } from './schema.js';
 
 /** What an export asks for when it asks for attribution metrics and leaves out a list of attribution_options. */
 export const ATTRIBUTION_DEFAULTS = { model: DEFAULT_MODEL, window: DEFAULT_WINDOW, accountingMode: 'cash' as AccountingMode };
+/**
+ * The most days × attribution combinations an export may ask for: crediting takes each order of
+ * the period once per combination, so that product is its work (a year of 6 combinations, the
+ * attribution benchmark's, took 80 to 100 s). A year of 32 combinations, or two years of 16;
+ * past it an export would hold a worker and the database for tens of minutes.
+ */
+export const MAX_DAY_COMBINATIONS = 366 * 32;
 /** The distinct values of a list, in the order first given. */
 const distinct = <T>(values: readonly T[]) => [...new Set(values)];
 
@@ -116,6 +123,17 @@ export function planExport(request: ExportRequest, timeZone: string, now: Date):
     }
   }
 
+  if (period && periodDays(period) * Math.max(attribution.length, 1) > MAX_DAY_COMBINATIONS) {
+    const days = periodDays(period);
+    problems.push({
+      loc: 'body/attribution_options',
+      msg:
+        `An export may credit at most ${MAX_DAY_COMBINATIONS.toLocaleString('en-US')} day-combinations (the period's days × models × windows × ` +
+        `accounting modes: a year of 32 combinations); this one asks for ${days} × ${attribution.length} = ` +
+        `${(days * attribution.length).toLocaleString('en-US')}. Split it by period, or by model`,
+      type: 'too_large',
+    });
+  }
   if (problems.length > 0 || !period) return { problems };
   return {
     plan: {
