@@ -38,7 +38,7 @@ import { deriveTouchpoint, type TouchpointInput } from '../src/touchpoints/deriv
 import { createTouchpointRepository } from '../src/touchpoints/repository.js';
 import { generateTouchpoints, generateVisit, random } from './generate.js';
 import { BATCH_SIZE, CONNECTIONS, batchesWithIds, poster, runPhase, type PhaseResult } from './load.js';
-import { DAY_MS, ORDERS, TODAY, VIEWS, VISITORS, VISITS, loadDataSet, thousands } from './seed.js';
+import { DAY_MS, ORDERS, TODAY, VIEWS, VISITORS, VISITS, loadDataSet, seconds, thousands } from './seed.js';
 import { anotherStore, benchEachStore, postgresCpuSeconds, startServer, type RunningServer, type Store } from './server.js';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 15);

@@ -51,7 +51,8 @@ const CUSTOMERS = 150_000;
 const YEAR = { from: new Date(TODAY - 366 * DAY_MS), days: 366 };
 const SPEND_EVERY_HOURS = 6;
 const TOUCHPOINT_TEMPLATES = 4000;
-const seconds = (since: number) => (performance.now() - since) / 1000;
+/** Seconds since `since`, a performance.now() reading. */
+export const seconds = (since: number) => (performance.now() - since) / 1000;
 export const thousands = (n: number) => Math.round(n).toLocaleString('en-US');
 
 /** A uniform value in [0, modulo) from `expression` (a bigint), a different one for each seed. */
