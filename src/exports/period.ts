@@ -116,6 +116,6 @@ export function resolvePeriod(
 
 /** The days a period spans: whole local days, or the days between two instants, a part counted whole. */
 export function periodDays(period: Period): number {
-  const ms = period.kind === 'days' ? Date.parse(`${period.to}T00:00:00Z`) - Date.parse(`${period.from}T00:00:00Z`) : instantOf(period.to) - instantOf(period.from);
+  const ms = period.kind === 'days' ? parse(period.to).getTime() - parse(period.from).getTime() : instantOf(period.to) - instantOf(period.from);
   return Math.ceil(ms / DAY_MS);
 }

@@ -123,8 +123,8 @@ export function planExport(request: ExportRequest, timeZone: string, now: Date):
     }
   }
 
-  if (period && periodDays(period) * Math.max(attribution.length, 1) > MAX_DAY_COMBINATIONS) {
-    const days = periodDays(period);
+  const days = period && periodDays(period);
+  if (days && days * Math.max(attribution.length, 1) > MAX_DAY_COMBINATIONS) {
     problems.push({
       loc: 'body/attribution_options',
       msg:

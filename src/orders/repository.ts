@@ -66,12 +66,6 @@ const ORDER_BATCH = 500;
 
 export type OrderRepository = ReturnType<typeof createOrderRepository>;
 
-/** What a patch of orders may move (src/attribution/changes.ts): an instant (text, or null), and the visitors linked through the orders. */
-interface OrdersChange {
-  earliest: string | null;
-  linkedVisitors: string[];
-}
-
 /**
  * What is stored of order `b.body` as sent: all of it but its aliases, which have a table of
  * their own. Each jsonb operator builds its result anew, keys sorted again: done only where
@@ -82,45 +76,40 @@ const STORED_BODY = `CASE WHEN b.body ? 'alternate_order_ids' THEN b.body - 'alt
 
 /**
  * Before a patch of the orders `orderIds`: locks those that exist, in key order as the upsert
- * locks them, and answers the earliest of their times of purchase, read under the locks (not from
- * a statement's snapshot, which a concurrent write may have overtaken), and the visitors linked
- * through them. (The upsert reads the times it replaces as it replaces them: migration 0030.)
+ * locks them, and answers the earliest of their times of purchase (text, or null), read under the
+ * locks (not from a statement's snapshot, which a concurrent write may have overtaken). (The
+ * upsert reads the times it replaces as it replaces them: migration 0030.)
  */
-async function changeBeforePatch(tx: Queryable, tenant: Tenant, orderIds: readonly string[]): Promise<OrdersChange> {
-  const [row] = await tx.query<{ earliest: string | null; visitors: string[] }>(
-    `WITH ids AS (SELECT unnest($3::text[]) AS order_id),
-     locked AS MATERIALIZED (
+async function earliestBeforePatch(tx: Queryable, tenant: Tenant, orderIds: readonly string[]): Promise<string | null> {
+  const [row] = await tx.query<{ earliest: string | null }>(
+    `WITH locked AS MATERIALIZED (
        SELECT o.time_of_purchase
-         FROM (SELECT order_id FROM ids ORDER BY order_id COLLATE "C") AS k
+         FROM (SELECT order_id FROM unnest($3::text[]) AS order_id ORDER BY order_id COLLATE "C") AS k
         CROSS JOIN LATERAL (SELECT time_of_purchase FROM orders
                              WHERE client_id = $1 AND environment = $2 AND order_id = k.order_id
                                FOR UPDATE) AS o
      )
-     SELECT (SELECT min(time_of_purchase) FROM locked)::text AS earliest,
-            ARRAY(SELECT i.visitor_id FROM identities i
-                   WHERE i.client_id = $1 AND i.environment = $2 AND i.order_id IN (SELECT order_id FROM ids)) AS visitors`,
+     SELECT min(time_of_purchase)::text AS earliest FROM locked`,
     [tenant.clientId, tenant.environment, orderIds],
   );
-  return { earliest: row!.earliest, linkedVisitors: row!.visitors };
+  return row!.earliest;
 }
 
-/**
- * Notes the attribution change of a write of orders, as the last statement of its transaction:
- * the keys of the visitors linked through them, as changed links (their touchpoints are the
- * orders' customers', whom the write may have made or changed), then the earliest of their times
- * of purchase before and after (`earliest`, a list of instants or nulls).
- */
-const noteChange = (tx: Queryable, tenant: Tenant, linkedVisitors: string, visitorsParam: unknown, earliest: (string | null)[]) =>
-  tx.query(
-    `WITH ${noteChangeCtes(visitorKeysSql(linkedVisitors, String(LINKED.changed)), 'SELECT min(e) FROM unnest($4::timestamptz[]) AS e')} SELECT`,
-    [tenant.clientId, tenant.environment, visitorsParam, earliest],
-  );
-
-/** The visitors linked through the orders `$3` (text[]), as noteChange takes them. */
+/** The visitors linked through the orders `$3` (text[]). */
 const LINKED_THROUGH_ORDERS = `(SELECT i.visitor_id FROM identities i
   WHERE i.client_id = $1 AND i.environment = $2 AND i.order_id = ANY ($3::text[])) AS v`;
-/** The visitors `$3` (text[]), as noteChange takes them. */
-const VISITORS = 'unnest($3::text[]) AS v (visitor_id)';
+
+/**
+ * Notes the attribution change of a write of the orders `orderIds`, as the last statement of its
+ * transaction: the keys of the visitors linked through them, as changed links (their touchpoints
+ * are the orders' customers', whom the write may have made or changed), then the earliest of
+ * their times of purchase before and after (`earliest`, instants or nulls).
+ */
+const noteChange = (tx: Queryable, tenant: Tenant, orderIds: readonly string[], earliest: (string | null)[]) =>
+  tx.query(
+    `WITH ${noteChangeCtes(visitorKeysSql(LINKED_THROUGH_ORDERS, String(LINKED.changed)), 'SELECT min(e) FROM unnest($4::timestamptz[]) AS e')} SELECT`,
+    [tenant.clientId, tenant.environment, orderIds, earliest],
+  );
 
 export function createOrderRepository(db: Database) {
   /**
@@ -199,7 +188,7 @@ export function createOrderRepository(db: Database) {
         );
         if (!written!.client_found) throw new ClientGoneError();
         await attachAliases(tx, tenant, aliases);
-        await noteChange(tx, tenant, LINKED_THROUGH_ORDERS, orderIds, [written!.earliest]);
+        await noteChange(tx, tenant, orderIds, [written!.earliest]);
         return { inserted: written!.inserted, updated: written!.written - written!.inserted };
       });
     },
@@ -215,13 +204,13 @@ export function createOrderRepository(db: Database) {
      */
     patch(tenant: Tenant, patchJson: string, orderIds: readonly string[], aliases: readonly AliasToAttach[], updatedAt: Date) {
       return db.transaction(async (tx) => {
-        // changeBeforePatch takes the row locks first, one key lookup per order in key order
+        // earliestBeforePatch takes the row locks first, one key lookup per order in key order
         // (byte-wise), as the upsert takes them; the UPDATE then finds its rows by key among the
         // patch's (a join to them was planned as a hash of all the client's orders on a table
         // without statistics). The orders it does not return are unknown; `both` names the pairs of exclusive fields
         // the merged body would hold. The new time of purchase is read in `patch`: Citus refuses
         // the text-to-timestamptz cast (not immutable) inside the UPDATE's coalesce.
-        const before = await changeBeforePatch(tx, tenant, orderIds);
+        const earliestBefore = await earliestBeforePatch(tx, tenant, orderIds);
         const rows = await tx.query<{ n: number; both: string[] }>(
           `WITH patch AS (
              SELECT p.body->>'order_id' AS order_id, p.n::int - 1 AS n,
@@ -253,7 +242,7 @@ export function createOrderRepository(db: Database) {
           'SELECT min(time_of_purchase)::text AS earliest FROM orders WHERE client_id = $1 AND environment = $2 AND order_id = ANY ($3::text[])',
           [tenant.clientId, tenant.environment, orderIds],
         );
-        await noteChange(tx, tenant, VISITORS, before.linkedVisitors, [before.earliest, after!.earliest]);
+        await noteChange(tx, tenant, orderIds, [earliestBefore, after!.earliest]);
         return { updated: rows.length };
       });
     },
