@@ -111,7 +111,8 @@ describe('against the running app', () => {
     const erased = await fresh.customers.erase({ customer_ids: ['erased'] });
     assert.deepEqual([erased.customers, erased.orders], [1, 1]);
     const [stored] = (await fresh.orders.list({ start_date: '2024-03-08', end_date: '2024-03-08' })).data;
-    assert.deepEqual([stored!.customer_id, stored!.customer_email], ['erased', undefined]);
+    assert.match(stored!.customer_id, /^erased:[0-9a-f-]{36}$/);
+    assert.equal(stored!.customer_email, undefined);
   });
 
   test('a wrong key is one TributaryError with the envelope', async () => {

@@ -2,8 +2,10 @@ import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { after, test } from 'node:test';
 import fc from 'fast-check';
-import { ERASED_VISITOR_PREFIX } from '../src/customers/erasure.js';
-import { withoutPersonalQuery } from '../src/customers/redaction.js';
+import { ERASED_PREFIX } from '../src/customers/erasure.js';
+import { keepMissingPaths } from '../src/exports/daily-totals.js';
+import { identifierFinder, redactedUrl, withoutPersonalQuery } from '../src/customers/redaction.js';
+import { holdOnDistinctSlots } from './held-transactions.js';
 import {
   assertErrorEnvelope,
   finishedExport,
@@ -12,6 +14,7 @@ import {
   startExportingService,
   startLoggedApp,
   ADMIN_TOKEN,
+  citusUrl,
   type TestApp,
   type TestClient,
 } from './helpers.js';
@@ -104,13 +107,18 @@ test('an erased customer keeps ids, times, amounts and lines, loses the rest; li
 
   const orders = (await listOrders(app, client, { start_date: '2024-03-01', end_date: '2024-03-31' })).json().data as Record<string, unknown>[];
   const janeNow = orders.find((order) => order.order_id === 'jane-1')!;
+  // jane has a new id of no meaning, the same on all that was hers.
+  const pseudonym = janeNow.customer_id as string;
+  assert.match(pseudonym, new RegExp(`^${ERASED_PREFIX}[0-9a-f-]{36}$`));
   const personalFields = ['customer_email', 'customer_phone_number', 'customer_name', 'customer_ip_address', 'customer_shipping_address'];
   const stored = ['created_at', 'updated_at', 'alternate_order_ids'];
   assert.deepEqual(
     Object.fromEntries(Object.entries(janeNow).filter(([key]) => !stored.includes(key))),
-    Object.fromEntries(Object.entries(jane).filter(([key]) => !personalFields.includes(key))),
+    { ...Object.fromEntries(Object.entries(jane).filter(([key]) => !personalFields.includes(key))), customer_id: pseudonym },
   );
-  assert.equal(orders.find((order) => order.order_id === 'jane-2')!.hashed_customer_email, undefined);
+  const janeHashedNow = orders.find((order) => order.order_id === 'jane-2')!;
+  assert.equal(janeHashedNow.hashed_customer_email, undefined);
+  assert.equal(janeHashedNow.customer_id, pseudonym);
   assert.equal(orders.find((order) => order.order_id === 'bob-1')!.customer_email, 'bob@example.com');
 
   const touchpoints = (await call(client, 'GET', '/v1/touchpoints?start=2024-03-01T00:00:00Z&end=2024-03-31T00:00:00Z')).json().data as Record<string, string>[];
@@ -120,8 +128,8 @@ test('an erased customer keeps ids, times, amounts and lines, loses the rest; li
   assert.equal(byId.t2!.landing_url, 'https://shop.example/?utm_source=google&utm_campaign=search&gclid=G1');
   assert.equal(byId.t4!.landing_url, 'https://shop.example/?utm_source=meta&utm_campaign=spring&email=bob');
   for (const id of ['t1', 't2', 't3']) {
-    assert.equal(byId[id]!.customer_id, 'jane');
-    assert.ok(byId[id]!.visitor_id!.startsWith(ERASED_VISITOR_PREFIX), byId[id]!.visitor_id);
+    assert.equal(byId[id]!.customer_id, pseudonym);
+    assert.ok(byId[id]!.visitor_id!.startsWith(ERASED_PREFIX), byId[id]!.visitor_id);
   }
   // t1 and t3 were one visitor's: still one (visits group as they did), t2 another's.
   assert.equal(byId.t1!.visitor_id, byId.t3!.visitor_id);
@@ -132,7 +140,8 @@ test('an erased customer keeps ids, times, amounts and lines, loses the rest; li
   assert.deepEqual(links.map((link) => link.visitor_id), ['cookie-bob']);
 
   assert.equal(await exportText(client, EXPORT), before.csv, 'the export gives the same figures');
-  assert.deepEqual(await explain('jane-1'), before.jane);
+  const asBefore = (explanation: object) => JSON.parse(JSON.stringify(explanation).replaceAll(pseudonym, 'jane'));
+  assert.deepEqual(asBefore(await explain('jane-1')), before.jane);
   assert.deepEqual(await explain('bob-1'), before.bob);
 
   const uatOrders = (await listOrders(service.uat, client, { start_date: '2024-03-01', end_date: '2024-03-31' })).json().data;
@@ -143,6 +152,130 @@ test('an erased customer keeps ids, times, amounts and lines, loses the rest; li
   const { request_id: _again, ...againCounts } = again.json() as Record<string, unknown>;
   assert.deepEqual(againCounts, { message: 'Erased the personal data of 1 customer', customers: 1, orders: 0, touchpoints: 0, identities: 0 });
   assert.equal(await exportText(client, EXPORT), before.csv);
+});
+
+test('identifiers are found as written, percent-encoded or with + for spaces, in any case, never inside a longer word', () => {
+  const holds = identifierFinder({ customerIds: ['c-1042', '42'], emails: ['jane.doe+shop@example.com'], phones: ['+1 (555) 010-4242'], names: ['Jane  Doe'], hashes: [] });
+  for (const text of ['JANE.DOE+shop@example.com', 'jane.doe%2Bshop%40example.com', 'to:jane.doe+shop@example.com;', 'Jane+Doe', 'jane_doe', 'JaneDoe', 'WELCOME-JANEDOE', 'c-1042', '+15550104242', 'x 15550104242 y', 'tel:15550104242', 'jane doe']) {
+    assert.ok(holds(text), text);
+  }
+  // A short customer id is not looked for; a longer word or number holding an identifier is another.
+  for (const text of ['42', 'order-42', 'c-10420', 'janedoes', 'jane', 'doe', '5550104242', 'tel15550104242', '']) assert.ok(!holds(text), text);
+  assert.equal(
+    redactedUrl('https://shop.example/account/Jane+Doe/orders?utm_source=meta&utm_content=c-1042&gclid=G1&email=x#frag', holds),
+    'https://shop.example/account/%5Berased%5D/orders?utm_source=meta&utm_content=%5Berased%5D&gclid=G1',
+  );
+  assert.equal(redactedUrl('https://janedoe.example/', holds), '[erased]');
+
+  // An order may hold an e-mail or phone number hashed alone: found where a text holds it plain.
+  const hashedOnly = identifierFinder({ customerIds: [], emails: [], phones: [], names: [], hashes: [sha256('jane@example.com'), sha256('+15550104242').toUpperCase()] });
+  for (const text of ['WELCOME-Jane@Example.com', 'u=jane%40example.com', 'call +1 (555) 010-4242']) assert.ok(hashedOnly(text), text);
+  for (const text of ['janet@example.com', '+1 (555) 010-4243']) assert.ok(!hashedOnly(text), text);
+  assert.equal(redactedUrl('/p/1?utm_source=meta', holds), '/p/1?utm_source=meta');
+});
+
+/** Every stored row of a client that may hold a customer's data, as text. */
+async function storedText(clientId: string): Promise<string> {
+  const tables = ['orders', 'order_aliases', 'touchpoints', 'identities', 'attribution_paths', 'attribution_change_keys'];
+  const rows = await Promise.all(tables.map((table) => service.db.query<{ row: string }>(`SELECT row_to_json(t)::text AS row FROM ${table} t WHERE client_id = $1`, [clientId])));
+  return rows.flat().map(({ row }) => row).join('\n');
+}
+
+test('an erased customer is in no text of its orders, aliases, touchpoints and kept paths, though shops write its e-mail everywhere', async () => {
+  const client = await service.createClient();
+  const email = 'jane.doe@example.com';
+  const janeOrder = makeOrder('jd-1', {
+    customer_id: email,
+    customer_email: email,
+    customer_phone_number: '+1 (555) 010-4242',
+    customer_name: 'Jane Doe',
+    time_of_purchase: '2024-03-05T12:00:00Z',
+    order_tags: ['vip', `customer:${email}`],
+    discount_codes: ['WELCOME-JANEDOE', 'SPRING10'],
+    alternate_order_ids: [{ type: 'checkout', id: `chk-${email}` }, { type: 'shopify_id', id: '5550001' }],
+  });
+  const bobOrder = makeOrder('bob-1', { customer_id: 'bob@example.com', customer_email: 'bob@example.com', customer_name: 'Bob Roe', order_tags: ['vip'], time_of_purchase: '2024-03-05T13:00:00Z' });
+  await call(client, 'POST', '/v2/orders', [janeOrder, bobOrder]);
+  await call(client, 'POST', '/v1/touchpoints', {
+    data: [
+      {
+        touchpoint_id: 'mail-click',
+        occurred_at: '2024-03-04T10:00:00Z',
+        visitor_id: 'cookie-jd',
+        landing_url: `https://shop.example/account/${encodeURIComponent(email)}/orders?utm_source=newsletter&utm_medium=email&utm_campaign=spring&utm_content=${email}&fbclid=${encodeURIComponent(email)}`,
+        referrer: 'https://mail.example/u/Jane+Doe/inbox',
+      },
+      { touchpoint_id: 'sms-click', occurred_at: '2024-03-04T11:00:00Z', customer_id: email, utm_source: 'sms', utm_medium: 'sms', utm_campaign: 'spring', utm_term: '15550104242' },
+      // A pixel visit linked through the order alone: erasure gives it a customer, never the e-mail.
+      { touchpoint_id: 'pixel', occurred_at: '2024-03-05T09:00:00Z', visitor_id: 'cookie-pixel', landing_url: 'https://shop.example/?utm_source=meta&utm_campaign=spring' },
+      { touchpoint_id: 'bob-visit', occurred_at: '2024-03-05T09:30:00Z', visitor_id: 'cookie-bob', landing_url: 'https://shop.example/?utm_source=meta&utm_campaign=spring' },
+    ],
+  });
+  await call(client, 'POST', '/v1/identities', {
+    data: [
+      { visitor_id: 'cookie-jd', customer_id: email },
+      { visitor_id: 'cookie-pixel', order_id: 'jd-1' },
+      { visitor_id: 'cookie-bob', order_id: 'bob-1' },
+    ],
+  });
+  const exportBefore = await exportText(client, EXPORT);
+  const personal = /jane|doe|010-?4242|5550104242/i;
+  // The keeper's kept paths of March hold the touchpoints' derived ids (utm_content's ad_id).
+  const tenant = { clientId: client.client_id, environment: 'production' as const, dryRun: false };
+  await service.db.transaction((tx) => keepMissingPaths(tx, { tenant, timeZone: 'UTC', period: { kind: 'days', from: '2024-03-01', to: '2024-04-01' } }));
+  const keptPaths = await service.db.query<{ ad_id: string }>('SELECT ad_id FROM attribution_paths WHERE client_id = $1', [client.client_id]);
+  assert.ok(keptPaths.some((path) => path.ad_id === email), JSON.stringify(keptPaths));
+
+  const response = await erase(client, { customer_emails: [email] });
+  assert.equal(response.statusCode, 200, response.body);
+  assert.deepEqual([response.json().customers, response.json().orders, response.json().touchpoints, response.json().identities], [1, 1, 3, 2]);
+
+  const stored = await storedText(client.client_id);
+  assert.doesNotMatch(stored, personal);
+  const reads = [
+    (await listOrders(app, client, { start_date: '2024-03-01', end_date: '2024-03-31' })).body,
+    (await call(client, 'GET', '/v1/touchpoints?start=2024-03-01T00:00:00Z&end=2024-03-31T00:00:00Z')).body,
+    (await call(client, 'GET', '/v2/orders/jd-1/attribution?window=infinity')).body,
+  ];
+  for (const read of reads) assert.doesNotMatch(read, personal);
+
+  const [jane] = (await listOrders(app, client, { start_date: '2024-03-05', end_date: '2024-03-05' })).json().data as Record<string, unknown>[];
+  assert.ok(String(jane!.customer_id).startsWith(ERASED_PREFIX));
+  assert.deepEqual(jane!.order_tags, ['vip', '[erased]']);
+  assert.deepEqual(jane!.discount_codes, ['[erased]', 'SPRING10']);
+  assert.deepEqual(jane!.alternate_order_ids, [{ type: 'shopify_id', id: '5550001' }]);
+  const touchpoints = (await call(client, 'GET', '/v1/touchpoints?start=2024-03-01T00:00:00Z&end=2024-03-31T00:00:00Z')).json().data as Record<string, unknown>[];
+  const byId = Object.fromEntries(touchpoints.map((touchpoint) => [touchpoint.touchpoint_id, touchpoint]));
+  assert.equal(byId['mail-click']!.landing_url, 'https://shop.example/account/%5Berased%5D/orders?utm_source=newsletter&utm_medium=email&utm_campaign=spring&utm_content=%5Berased%5D&fbclid=%5Berased%5D');
+  assert.equal(byId['mail-click']!.referrer, 'https://mail.example/u/%5Berased%5D/inbox');
+  assert.equal(byId['mail-click']!.utm_content, '[erased]');
+  assert.equal(byId['sms-click']!.utm_term, '[erased]');
+  for (const id of ['mail-click', 'sms-click', 'pixel']) assert.equal(byId[id]!.customer_id, jane!.customer_id, id);
+  assert.equal(byId['bob-visit']!.visitor_id, 'cookie-bob');
+
+  const [bob] = (await listOrders(app, client, { start_date: '2024-03-05', end_date: '2024-03-05' })).json().data.slice(1) as Record<string, unknown>[];
+  assert.deepEqual([bob!.customer_id, bob!.customer_email, bob!.order_tags], ['bob@example.com', 'bob@example.com', ['vip']]);
+  assert.equal(await exportText(client, EXPORT), exportBefore, 'the campaign-level export gives the same figures');
+});
+
+test('an erasure does not wait for a report taking the keys writes noted', { skip: service.db.kind !== 'postgres' || citusUrl !== undefined }, async () => {
+  const client = await service.createClient();
+  await call(client, 'POST', '/v2/orders', [makeOrder('w-1', { customer_id: 'waiting-customer', time_of_purchase: '2024-03-05T12:00:00Z' })]);
+  await call(client, 'POST', '/v1/identities', { data: [{ visitor_id: 'cookie-w', customer_id: 'waiting-customer' }] });
+  // A touchpoint sent days late notes its visitor's key.
+  await call(client, 'POST', '/v1/touchpoints', { data: [{ touchpoint_id: 'late', occurred_at: '2024-03-04T10:00:00Z', visitor_id: 'cookie-w', utm_source: 'meta', utm_campaign: 'spring' }] });
+  const [report] = await holdOnDistinctSlots(service.db, 1);
+  try {
+    const held = await report!.db.query('SELECT visitor_id FROM attribution_change_keys WHERE client_id = $1 FOR UPDATE', [client.client_id]);
+    assert.equal(held.length, 1, 'the late touchpoint noted its key');
+    const response = await Promise.race([erase(client, { customer_ids: ['waiting-customer'] }), new Promise<'waited'>((resolve) => setTimeout(() => resolve('waited'), 10_000))]);
+    assert.notEqual(response, 'waited', 'the erasure waited for the lock on the keys');
+    assert.equal((response as Awaited<ReturnType<typeof erase>>).statusCode, 200);
+  } finally {
+    await report!.commit();
+  }
+  const [touchpoint] = (await call(client, 'GET', '/v1/touchpoints?start=2024-03-01T00:00:00Z&end=2024-03-31T00:00:00Z')).json().data;
+  assert.ok(touchpoint.customer_id.startsWith(ERASED_PREFIX) && touchpoint.visitor_id.startsWith(ERASED_PREFIX), JSON.stringify(touchpoint));
 });
 
 test('bad requests are refused with the error envelope and erase nothing; the test credentials store and read nothing', async () => {
@@ -196,11 +329,11 @@ test('property: nothing personal of an erased customer is read back by any endpo
     fc.asyncProperty(fc.array(customerArbitrary, { minLength: 1, maxLength: 4 }), async (customers) => {
       const client = await service.createClient();
       const r = ++run;
-      // Everything personal of customer i holds its token (IP addresses and hashes aside).
+      // Everything personal of customer i holds its token or its id (IP addresses and hashes aside).
       const token = (i: number) => `tok${r}c${i}z`;
       const email = (i: number) => `mail.${token(i)}@example.com`;
       const phone = (i: number) => `phone-${token(i)}`;
-      const personal = (i: number) => [token(i), sha256(email(i)), sha256(phone(i)), `198.51.100.${10 + i}`];
+      const personal = (i: number) => [token(i), `cust${i}`, sha256(email(i)), sha256(phone(i)), `198.51.100.${10 + i}`];
       const orders = customers.flatMap((customer, i) =>
         customer.orders.map(({ hashedEmail, hashedPhone, day }, k) =>
           makeOrder(`o${i}-${k}`, {
@@ -213,6 +346,8 @@ test('property: nothing personal of an erased customer is read back by any endpo
             customer_name: `Name ${token(i)}`,
             customer_ip_address: `198.51.100.${10 + i}`,
             customer_shipping_address: { address1: `1 ${token(i)} St`, zip: `Z${token(i)}`, country_code: 'USA' },
+            order_tags: ['vip', `for ${email(i)}`],
+            discount_codes: [`WELCOME-${email(i)}`],
           }),
         ),
       );
@@ -227,7 +362,7 @@ test('property: nothing personal of an erased customer is read back by any endpo
             occurred_at: new Date(Date.UTC(2024, 2, 1, hour)).toISOString(),
             visitor_id: visitorId(i, v, visitor.link),
             ...(visitor.link === 'own_customer_id' && { customer_id: `cust${i}` }),
-            landing_url: `https://shop.example/p?utm_source=meta&utm_campaign=camp${v}&gclid=click${v}x${k}&email=${visitorToken(i, v, visitor.link)}#${visitorToken(i, v, visitor.link)}`,
+            landing_url: `https://shop.example/p/${visitor.link === 'none' ? 'page' : `cust${i}`}?utm_source=meta&utm_campaign=camp${v}&utm_content=${visitor.link === 'none' ? visitorToken(i, v, visitor.link) : encodeURIComponent(email(i))}&gclid=click${v}x${k}&email=${visitorToken(i, v, visitor.link)}#${visitorToken(i, v, visitor.link)}`,
             referrer: `https://mail.example/read?u=${visitorToken(i, v, visitor.link)}`,
           })),
         ),

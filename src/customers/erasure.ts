@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import { EVERY_INSTANT, noteAttributionChangeSql, takeChangedKeys } from '../attribution/changes.js';
+import { EVERY_INSTANT, noteAttributionChangeSql } from '../attribution/changes.js';
 import type { Tenant } from '../auth/tenant.js';
-import type { Database } from '../db/index.js';
-import { PERSONAL_ORDER_FIELDS, emailForms, withoutPersonalQuery } from './redaction.js';
+import type { Database, Queryable } from '../db/index.js';
+import { PERSONAL_ORDER_FIELDS, emailForms, identifierFinder, redactedText, redactedUrl, type HoldsIdentifier } from './redaction.js';
 
 export interface ErasureRequest {
   customerIds: readonly string[];
@@ -12,31 +12,41 @@ export interface ErasureRequest {
 export interface ErasureCounts {
   /** Customers found: those named by id, and those of the orders an e-mail matched. */
   customers: number;
-  /** Orders that held personal fields and no longer do. */
+  /** Orders changed: every order of the customers found. */
   orders: number;
-  /** Touchpoints whose URLs lost their personal query, that now carry their customer themselves, or whose visitor id was replaced. */
+  /** Touchpoints changed: those of the customers, and those of their visitors. */
   touchpoints: number;
   /** Identity links deleted. */
   identities: number;
 }
 
-/** The start of the visitor ids erasure gives (docs/decisions.md, "Customer erasure"). */
-export const ERASED_VISITOR_PREFIX = 'erased:';
+/** The start of the customer and visitor ids erasure gives (docs/decisions.md, "Customer erasure"). */
+export const ERASED_PREFIX = 'erased:';
 
 const TENANT = (alias: string) => `${alias}.client_id = $1 AND ${alias}.environment = $2`;
+
+/** The top-level order fields an erasure does not look into: keys, times and codes the service reads. */
+const ORDER_FIELDS_KEPT = ['order_id', 'customer_id', 'time_of_purchase', 'currency'];
+
+const TOUCHPOINT_URLS = ['landing_url', 'referrer'] as const;
+/** A touchpoint's texts other than URLs: UTMs as sent, and what was derived from them. */
+const TOUCHPOINT_TEXTS = ['utm_source', 'utm_medium', 'utm_campaign', 'utm_term', 'utm_content', 'platform_account_id', 'campaign_id', 'adset_id', 'ad_id'] as const;
+
+type TouchpointTexts = { touchpoint_id: string; click_ids: Record<string, string> } & Record<(typeof TOUCHPOINT_URLS)[number], string | null> &
+  Record<(typeof TOUCHPOINT_TEXTS)[number], string | null>;
 
 export type CustomerErasure = ReturnType<typeof createCustomerErasure>;
 
 /**
- * Erasure of customers' personal data (docs/decisions.md, "Customer erasure"): their orders
- * lose who the customer is, their touchpoints' URLs lose what may say it, and the links of
- * their visitors are deleted, while every figure an export or an explanation computes stays as
- * it was. One transaction: all of it is done, or none. Doing it again changes nothing.
+ * Erasure of customers' personal data (docs/decisions.md, "Customer erasure"): their orders and
+ * touchpoints lose who the customer is, wherever it is written, and the links of their visitors
+ * are deleted, while every figure an export or an explanation computes stays as it was. One
+ * transaction: all of it is done, or none. Doing it again changes nothing.
  */
 export function createCustomerErasure(db: Database) {
   return {
     erase(tenant: Tenant, request: ErasureRequest, erasedAt: Date): Promise<ErasureCounts> {
-      const forms = request.customerEmails.map(emailForms);
+      const asked = request.customerEmails.map(emailForms);
       return db.transaction(async (tx) => {
         const tenantParams = [tenant.clientId, tenant.environment];
         // An e-mail names the customers of the orders that hold it, plain or hashed (its hash
@@ -49,24 +59,31 @@ export function createCustomerErasure(db: Database) {
                          WHERE ${TENANT('o')} AND cardinality($4::text[]) > 0 AND o.customer_id IS NOT NULL
                            AND (lower(o.body->>'customer_email') = ANY ($4::text[])
                                 OR lower(o.body->>'hashed_customer_email') = ANY ($5::text[]))) AS customers`,
-          [...tenantParams, request.customerIds, forms.map((form) => form.plain), forms.map((form) => form.hashed)],
+          [...tenantParams, request.customerIds, asked.map((form) => form.plain), asked.map((form) => form.hashed)],
         );
         const scope = [...tenantParams, customers];
-        const params = [...scope, erasedAt.toISOString()];
+        const holdsIdentifier = await identifiersOf(tx, scope, customers, asked);
 
-        // The links of the customers' visitors decide which touchpoints are theirs. Before they
-        // go, each of those touchpoints is given its customer, so that its attribution is kept
-        // (a touchpoint's own customer_id is read before its visitor's link).
+        // Each customer gets an id of no meaning in place of its own, the same on all its orders and
+        // touchpoints, so that the numbers group as they did.
+        const renamedCustomers = customers.map((customer_id) => ({ customer_id, pseudonym: `${ERASED_PREFIX}${randomUUID()}` }));
+        const pseudonyms = renamedCustomers.map((customer) => customer.pseudonym);
+        const renamings = [...scope, erasedAt.toISOString(), JSON.stringify(renamedCustomers)];
+        const RENAMED = 'json_to_recordset($5::json) AS r(customer_id text, pseudonym text)';
+
+        // The links of the customers' visitors decide which touchpoints are theirs. Before they go,
+        // each of those touchpoints is given its customer (as its new id), so that its attribution
+        // is kept (a touchpoint's own customer_id is read before its visitor's link).
         const linked = `SELECT i.visitor_id, coalesce(i.customer_id, o.customer_id) AS customer_id
                           FROM identities i
                           LEFT JOIN orders o ON ${TENANT('o')} AND o.order_id = i.order_id
                          WHERE ${TENANT('i')} AND (i.customer_id = ANY ($3::text[]) OR o.customer_id = ANY ($3::text[]))`;
-        const kept = await tx.query<{ touchpoint_id: string }>(
-          `UPDATE touchpoints t SET customer_id = l.customer_id, updated_at = greatest(t.updated_at, $4::timestamptz)
-             FROM (${linked}) l
+        const throughLinks = await tx.query<{ touchpoint_id: string }>(
+          `UPDATE touchpoints t SET customer_id = r.pseudonym, updated_at = greatest(t.updated_at, $4::timestamptz)
+             FROM (${linked}) l JOIN ${RENAMED} ON r.customer_id = l.customer_id
             WHERE ${TENANT('t')} AND t.visitor_id = l.visitor_id AND t.customer_id IS NULL
             RETURNING t.touchpoint_id`,
-          params,
+          renamings,
         );
         const links = await tx.query(
           `DELETE FROM identities d USING (${linked}) l
@@ -74,70 +91,181 @@ export function createCustomerErasure(db: Database) {
             RETURNING d.visitor_id`,
           scope,
         );
-
-        // Every touchpoint of the customers now carries its customer: their URLs are found by it.
-        const withQueries = await tx.query<{ touchpoint_id: string; landing_url: string | null; referrer: string | null }>(
-          `SELECT touchpoint_id, landing_url, referrer FROM touchpoints t
-            WHERE ${TENANT('t')} AND t.customer_id = ANY ($3::text[])
-              AND (t.landing_url ~ '[?#]' OR t.referrer ~ '[?#]')`,
-          scope,
-        );
-        const redacted = withQueries
-          .map((row) => ({
-            touchpoint_id: row.touchpoint_id,
-            landing_url: row.landing_url === null ? null : withoutPersonalQuery(row.landing_url),
-            referrer: row.referrer === null ? null : withoutPersonalQuery(row.referrer),
-          }))
-          .filter((row, n) => row.landing_url !== withQueries[n]!.landing_url || row.referrer !== withQueries[n]!.referrer);
-        if (redacted.length > 0) {
-          await tx.query(
-            `UPDATE touchpoints t SET landing_url = r.landing_url, referrer = r.referrer, updated_at = greatest(t.updated_at, $4::timestamptz)
-               FROM json_to_recordset($5::json) AS r(touchpoint_id text, landing_url text, referrer text)
-              WHERE ${TENANT('t')} AND t.touchpoint_id = r.touchpoint_id AND t.customer_id = ANY ($3::text[])`,
-            [...params, JSON.stringify(redacted)],
-          );
-        }
-
-        // A visitor id is a cookie's: read beside the customer_id its touchpoints now carry, it
-        // would tell the link that was deleted. Each visitor of the customers gets a new id of no
-        // meaning on all of its touchpoints (whoever's they are, so that visits still group as
-        // they did) and on its link to another customer, if it has one.
-        const visitors = await tx.query<{ visitor_id: string }>(
-          `SELECT DISTINCT t.visitor_id FROM touchpoints t
-            WHERE ${TENANT('t')} AND t.customer_id = ANY ($3::text[]) AND t.visitor_id IS NOT NULL
-              AND t.visitor_id NOT LIKE '${ERASED_VISITOR_PREFIX}%'`,
-          scope,
-        );
-        const renames = JSON.stringify(visitors.map(({ visitor_id }) => ({ visitor_id, pseudonym: `${ERASED_VISITOR_PREFIX}${randomUUID()}` })));
-        const renamed = await tx.query<{ touchpoint_id: string }>(
-          `UPDATE touchpoints t SET visitor_id = r.pseudonym, updated_at = greatest(t.updated_at, $3::timestamptz)
-             FROM json_to_recordset($4::json) AS r(visitor_id text, pseudonym text)
-            WHERE ${TENANT('t')} AND t.visitor_id = r.visitor_id
+        const ownIds = await tx.query<{ touchpoint_id: string }>(
+          `UPDATE touchpoints t SET customer_id = r.pseudonym, updated_at = greatest(t.updated_at, $4::timestamptz)
+             FROM ${RENAMED}
+            WHERE ${TENANT('t')} AND t.customer_id = r.customer_id AND t.customer_id = ANY ($3::text[])
             RETURNING t.touchpoint_id`,
-          [...tenantParams, erasedAt.toISOString(), renames],
+          renamings,
         );
-        await tx.query(
-          `UPDATE identities i SET visitor_id = r.pseudonym
-             FROM json_to_recordset($3::json) AS r(visitor_id text, pseudonym text)
-            WHERE ${TENANT('i')} AND i.visitor_id = r.visitor_id`,
-          [...tenantParams, renames],
-        );
-        const touchpointIds = new Set([...kept, ...redacted, ...renamed].map((row) => row.touchpoint_id));
+        const renamedVisitors = await renameVisitors(tx, tenantParams, pseudonyms, erasedAt);
+        const redacted = await redactTouchpoints(tx, tenantParams, pseudonyms, erasedAt, holdsIdentifier);
+        const touchpointIds = new Set([...throughLinks, ...ownIds, ...renamedVisitors, ...redacted].map((row) => row.touchpoint_id));
 
-        const orders = await tx.query(
-          `UPDATE orders o SET body = o.body - $5::text[], updated_at = greatest(o.updated_at, $4::timestamptz)
-            WHERE ${TENANT('o')} AND o.customer_id = ANY ($3::text[]) AND o.body ?| $5::text[]
-            RETURNING o.order_id`,
-          [...params, PERSONAL_ORDER_FIELDS],
-        );
+        const orderIds = await redactOrders(tx, scope, renamedCustomers, erasedAt, holdsIdentifier);
+        await dropIdentifyingAliases(tx, tenantParams, orderIds, holdsIdentifier);
+        // Kept paths hold the touchpoints' ids as they were (ad_id among them): they go, and their
+        // days are computed again (every kept day is made stale below).
+        await tx.query(`DELETE FROM attribution_paths k WHERE ${TENANT('k')} AND k.order_id = ANY ($3::text[])`, [...tenantParams, orderIds]);
+        await forgetChangedKeys(tx, tenantParams);
         // Attribution is meant to come out the same, but erasures are rare: every kept total is
-        // made stale rather than reasoned about. The keys noted (visitor ids among them) go.
-        await takeChangedKeys(tx, tenant);
+        // made stale rather than reasoned about.
         await tx.query(noteAttributionChangeSql(EVERY_INSTANT), tenantParams);
-        return { customers: customers.length, orders: orders.length, touchpoints: touchpointIds.size, identities: links.length };
+        return { customers: customers.length, orders: orderIds.length, touchpoints: touchpointIds.size, identities: links.length };
       });
     },
   };
+}
+
+/**
+ * What names the customers `scope` ($3) holds, as a test of texts: their ids, the e-mails asked
+ * about, and the e-mails, phone numbers, names and hashes of their orders.
+ */
+async function identifiersOf(tx: Queryable, scope: unknown[], customerIds: string[], asked: { plain: string; hashed: string }[]): Promise<HoldsIdentifier> {
+  const values = (field: string) => `coalesce(array_remove(array_agg(DISTINCT o.body->>'${field}'), NULL), '{}')`;
+  const [found] = await tx.query<{ emails: string[]; phones: string[]; names: string[]; hashes: string[] }>(
+    `SELECT ${values('customer_email')} AS emails, ${values('customer_phone_number')} AS phones, ${values('customer_name')} AS names,
+            ${values('hashed_customer_email')} || ${values('hashed_customer_phone_number')} AS hashes
+       FROM orders o WHERE ${TENANT('o')} AND o.customer_id = ANY ($3::text[])`,
+    scope,
+  );
+  return identifierFinder({
+    customerIds,
+    emails: [...asked.map((form) => form.plain), ...found!.emails],
+    phones: found!.phones,
+    names: found!.names,
+    hashes: [...asked.map((form) => form.hashed), ...found!.hashes],
+  });
+}
+
+/**
+ * A visitor id is a cookie's: read beside the customer its touchpoints carry, it would tell the
+ * link that was deleted. Each visitor of the erased customers (those of `pseudonyms`) gets a new
+ * id of no meaning on all of its touchpoints (whoever's they are, so that visits still group as
+ * they did) and on its link to another customer, if it has one.
+ */
+async function renameVisitors(tx: Queryable, tenantParams: unknown[], pseudonyms: string[], erasedAt: Date): Promise<{ touchpoint_id: string }[]> {
+  const visitors = await tx.query<{ visitor_id: string }>(
+    `SELECT DISTINCT t.visitor_id FROM touchpoints t
+      WHERE ${TENANT('t')} AND t.customer_id = ANY ($3::text[]) AND t.visitor_id IS NOT NULL
+        AND t.visitor_id NOT LIKE '${ERASED_PREFIX}%'`,
+    [...tenantParams, pseudonyms],
+  );
+  const renames = JSON.stringify(visitors.map(({ visitor_id }) => ({ visitor_id, pseudonym: `${ERASED_PREFIX}${randomUUID()}` })));
+  const renamed = await tx.query<{ touchpoint_id: string }>(
+    `UPDATE touchpoints t SET visitor_id = r.pseudonym, updated_at = greatest(t.updated_at, $3::timestamptz)
+       FROM json_to_recordset($4::json) AS r(visitor_id text, pseudonym text)
+      WHERE ${TENANT('t')} AND t.visitor_id = r.visitor_id
+      RETURNING t.touchpoint_id`,
+    [...tenantParams, erasedAt.toISOString(), renames],
+  );
+  await tx.query(
+    `UPDATE identities i SET visitor_id = r.pseudonym
+       FROM json_to_recordset($3::json) AS r(visitor_id text, pseudonym text)
+      WHERE ${TENANT('i')} AND i.visitor_id = r.visitor_id`,
+    [...tenantParams, renames],
+  );
+  return renamed;
+}
+
+/**
+ * The texts of the erased customers' touchpoints through the erasure: URLs lose their personal
+ * query and every part that holds an identifier, other texts and click ids that hold one become
+ * ERASED_TEXT. Answers the touchpoints changed.
+ */
+async function redactTouchpoints(tx: Queryable, tenantParams: unknown[], pseudonyms: string[], erasedAt: Date, holdsIdentifier: HoldsIdentifier) {
+  const columns = [...TOUCHPOINT_URLS, ...TOUCHPOINT_TEXTS];
+  const stored = await tx.query<TouchpointTexts>(
+    `SELECT touchpoint_id, click_ids, ${columns.join(', ')} FROM touchpoints t WHERE ${TENANT('t')} AND t.customer_id = ANY ($3::text[])`,
+    [...tenantParams, pseudonyms],
+  );
+  const redacted = stored.flatMap((touchpoint) => {
+    const redactedColumns = Object.fromEntries([
+      ...TOUCHPOINT_URLS.map((column) => [column, touchpoint[column] === null ? null : redactedUrl(touchpoint[column], holdsIdentifier)]),
+      ...TOUCHPOINT_TEXTS.map((column) => [column, touchpoint[column] === null ? null : redactedText(touchpoint[column], holdsIdentifier)]),
+    ]) as Record<(typeof columns)[number], string | null>;
+    const clickIds = Object.fromEntries(Object.entries(touchpoint.click_ids).map(([name, id]) => [name, redactedText(id, holdsIdentifier)]));
+    const changed = columns.some((column) => redactedColumns[column] !== touchpoint[column]) || JSON.stringify(clickIds) !== JSON.stringify(touchpoint.click_ids);
+    return changed ? [{ touchpoint_id: touchpoint.touchpoint_id, click_ids: clickIds, ...redactedColumns }] : [];
+  });
+  if (redacted.length === 0) return [];
+  await tx.query(
+    `UPDATE touchpoints t SET click_ids = r.click_ids, ${columns.map((column) => `${column} = r.${column}`).join(', ')},
+            updated_at = greatest(t.updated_at, $4::timestamptz)
+       FROM json_to_recordset($5::json) AS r(touchpoint_id text, click_ids jsonb, ${columns.map((column) => `${column} text`).join(', ')})
+      WHERE ${TENANT('t')} AND t.touchpoint_id = r.touchpoint_id AND t.customer_id = ANY ($3::text[])`,
+    [...tenantParams, pseudonyms, erasedAt.toISOString(), JSON.stringify(redacted)],
+  );
+  return redacted;
+}
+
+/**
+ * Every order of the erased customers through the erasure: the personal fields go, the customer's
+ * id is its new one, and each top-level text (codes, tags) that holds an identifier becomes
+ * ERASED_TEXT (a list keeps one of each). Products and refunds say what was sold, not to whom:
+ * they are kept. `scope`: the tenant and the customers. Answers the orders' ids.
+ */
+async function redactOrders(
+  tx: Queryable,
+  scope: unknown[],
+  renamedCustomers: { customer_id: string; pseudonym: string }[],
+  erasedAt: Date,
+  holdsIdentifier: HoldsIdentifier,
+): Promise<string[]> {
+  const stored = await tx.query<{ order_id: string; pseudonym: string; texts: Record<string, unknown> | null }>(
+    `SELECT o.order_id, r.pseudonym,
+            (SELECT jsonb_object_agg(f.key, f.value) FROM jsonb_each(o.body) f
+              WHERE f.key <> ALL ($5::text[]) AND jsonb_typeof(f.value) IN ('string', 'array')) AS texts
+       FROM orders o JOIN json_to_recordset($4::json) AS r(customer_id text, pseudonym text) ON r.customer_id = o.customer_id
+      WHERE ${TENANT('o')} AND o.customer_id = ANY ($3::text[])`,
+    [...scope, JSON.stringify(renamedCustomers), [...ORDER_FIELDS_KEPT, ...PERSONAL_ORDER_FIELDS]],
+  );
+  const edits = stored.map(({ order_id, pseudonym, texts }) => {
+    const redacted = Object.entries(texts ?? {}).flatMap(([field, value]): [string, unknown][] => {
+      if (typeof value === 'string') return holdsIdentifier(value) ? [[field, redactedText(value, holdsIdentifier)]] : [];
+      const strings = value as unknown[];
+      if (!strings.every((item) => typeof item === 'string') || !strings.some((item) => holdsIdentifier(item))) return [];
+      return [[field, [...new Set(strings.map((item) => redactedText(item, holdsIdentifier)))]]];
+    });
+    return { order_id, edits: { customer_id: pseudonym, ...Object.fromEntries(redacted) } };
+  });
+  if (edits.length === 0) return [];
+  await tx.query(
+    `UPDATE orders o SET body = (o.body - $6::text[]) || r.edits, updated_at = greatest(o.updated_at, $4::timestamptz)
+       FROM json_to_recordset($5::json) AS r(order_id text, edits jsonb)
+      WHERE ${TENANT('o')} AND o.order_id = r.order_id AND o.customer_id = ANY ($3::text[])`,
+    [...scope, erasedAt.toISOString(), JSON.stringify(edits), PERSONAL_ORDER_FIELDS],
+  );
+  return edits.map((edit) => edit.order_id);
+}
+
+/** Aliases of the orders that hold an identifier are deleted: they would find the order by it. */
+async function dropIdentifyingAliases(tx: Queryable, tenantParams: unknown[], orderIds: string[], holdsIdentifier: HoldsIdentifier): Promise<void> {
+  const aliases = await tx.query<{ alias_type: string; alias_id: string }>(
+    `SELECT alias_type, alias_id FROM order_aliases a WHERE ${TENANT('a')} AND a.order_id = ANY ($3::text[])`,
+    [...tenantParams, orderIds],
+  );
+  const identifying = aliases.filter((alias) => holdsIdentifier(alias.alias_id));
+  if (identifying.length === 0) return;
+  await tx.query(
+    `DELETE FROM order_aliases a USING json_to_recordset($3::json) AS r(alias_type text, alias_id text)
+      WHERE ${TENANT('a')} AND a.alias_type = r.alias_type AND a.alias_id = r.alias_id`,
+    [...tenantParams, JSON.stringify(identifying)],
+  );
+}
+
+/**
+ * Deletes the keys the client's writes noted (visitor and customer ids among them) without
+ * waiting: a key locked is being taken by a report, which deletes it, or noted by a write not
+ * committed yet, which the next report (the keeper's, within minutes) takes.
+ */
+async function forgetChangedKeys(tx: Queryable, tenantParams: unknown[]): Promise<void> {
+  await tx.query(
+    `DELETE FROM attribution_change_keys k
+      USING (SELECT visitor_id, customer_id FROM attribution_change_keys WHERE client_id = $1 AND environment = $2 FOR UPDATE SKIP LOCKED) free
+      WHERE k.client_id = $1 AND k.environment = $2 AND k.visitor_id = free.visitor_id AND k.customer_id = free.customer_id`,
+    tenantParams,
+  );
 }
 
 /** The UAT test credentials keep no customers: an erasure finds none. */

@@ -23,8 +23,8 @@ export const ErasureBody = Type.Object(
 export const ErasureResult = Type.Object({
   message: Type.String(),
   customers: Type.Integer({ description: 'Customers found: those named by id, and those of the orders an e-mail matched.' }),
-  orders: Type.Integer({ description: 'Orders that lost personal fields in this request.' }),
-  touchpoints: Type.Integer({ description: 'Touchpoints whose URLs lost their personal query, that now carry their customer_id themselves, or whose visitor_id was replaced.' }),
+  orders: Type.Integer({ description: 'Orders changed in this request: every order of the customers found.' }),
+  touchpoints: Type.Integer({ description: "Touchpoints changed in this request: the customers', and those of their visitors." }),
   identities: Type.Integer({ description: 'Identity links deleted.' }),
   request_id: Type.String({ format: 'uuid' }),
 });
@@ -38,11 +38,13 @@ export const customerRoutes: FastifyPluginAsyncTypebox = async (app) => {
       schema: {
         summary: "Erase customers' personal data",
         description:
-          'Removes e-mails, phone numbers (and their hashes), names, IP addresses and shipping addresses from the orders of the customers named by ' +
-          "id or by an e-mail of one of their orders; removes every query parameter but UTMs and click ids (and fragments) from their touchpoints' " +
-          'landing_url and referrer; deletes the identity links of their visitors, whose touchpoints then carry the customer_id themselves and a new ' +
-          'visitor_id (erased:<uuid>) of no meaning. Order ids, customer ids, times, amounts, currencies, products and refunds stay, and ' +
-          'exports give the same figures before and after. All or nothing; sending it again changes nothing.',
+          'Gives each customer named by id, or by an e-mail of one of their orders, a new customer_id of no meaning (erased:<uuid>) on all its ' +
+          'orders and touchpoints. Removes e-mails, phone numbers (and their hashes), names, IP addresses and shipping addresses from their orders; ' +
+          "removes every query parameter but UTMs and click ids (and fragments) from their touchpoints' landing_url and referrer; replaces with " +
+          '[erased] every tag, code, URL path segment, UTM, click id and derived id that holds one of their identifiers, and deletes such aliases; ' +
+          'deletes the identity links of their visitors, whose touchpoints then carry the new customer_id themselves and a new visitor_id ' +
+          '(erased:<uuid>). Order ids, times, amounts, currencies, products and refunds stay, and exports give the same figures before and after. ' +
+          'All or nothing; sending it again changes nothing.',
         body: ErasureBody,
         response: { 200: ErasureResult, 400: ErrorEnvelope, 401: ErrorEnvelope },
       },
