@@ -171,7 +171,11 @@ export async function buildApp({ config, db, environment, logger, rateLimits }: 
   // Public: the pixel's events, of the environment of the port they arrive on.
   await app.register(collectRoutes, { prefix: '/v1/collect', environment, clients, db, rateLimits: limits });
 
-  const storeOf = createStoreChooser(db, { linkTtlSeconds: config.exportLinkTtlSeconds, reportLockWaitMs: config.reportLockWaitMs });
+  const storeOf = createStoreChooser(db, {
+    linkTtlSeconds: config.exportLinkTtlSeconds,
+    reportLockWaitMs: config.reportLockWaitMs,
+    tenantReadConnections: config.tenantReadConnections,
+  });
   await app.register(async (api) => {
     api.addHook('onRequest', limits.guardAuthentication(authenticate(clients, environment)));
     // After authentication: the UAT test credentials get the stand-in store, which keeps nothing.

@@ -11,6 +11,8 @@ export interface Config {
   databaseUrl: string | undefined;
   /** Connections each process keeps open to PostgreSQL. */
   databasePoolSize: number;
+  /** Reports and explanations of one client that may run at once in an API process (src/db/tenant-share.ts). */
+  tenantReadConnections: number;
   /** Longest time one statement may run on PostgreSQL (an export's included); the database stops it then. */
   databaseQueryTimeoutMs: number;
   /** Longest wait of a report for its client's kept attribution while other work holds it. */
@@ -96,6 +98,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     databasePoolSize,
     databaseQueryTimeoutMs: integer(env, 'DATABASE_QUERY_TIMEOUT_MS', 60_000, { min: 1 }),
     reportLockWaitMs: integer(env, 'REPORT_LOCK_WAIT_MS', 10_000, { min: 1 }),
+    // A third of the pool: one client's reads leave two thirds to the others, writes and health checks.
+    tenantReadConnections: integer(env, 'TENANT_READ_CONNECTIONS', Math.max(1, Math.floor(databasePoolSize / 3)), { min: 1, max: databasePoolSize - 1 }),
     dataDir,
     adminToken: secret(env, 'ADMIN_TOKEN', 32),
     bodyLimitBytes: integer(env, 'BODY_LIMIT_BYTES', 32 * MIB, { min: 1 }),

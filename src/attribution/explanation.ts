@@ -1,5 +1,6 @@
 import type { Tenant } from '../auth/tenant.js';
 import type { Database } from '../db/index.js';
+import type { TenantShare } from '../db/tenant-share.js';
 import { CREDIT_PART, creditsSql } from './credits-sql.js';
 import { UNLIMITED, type AttributionWindow, type ModelId } from './models.js';
 import { pathsSql } from './paths.js';
@@ -9,17 +10,17 @@ export const REVENUE_SCALE = 6;
 
 export type AttributionExplainer = ReturnType<typeof createAttributionExplainer>;
 
-export function createAttributionExplainer(db: Database) {
+export function createAttributionExplainer(db: Database, share: TenantShare) {
   return {
     /**
      * One order's path under `model` and `window`, each touchpoint with its credit (parts of a
      * billion written as a decimal of 9 places) and its share of the purchase total: the same
      * statement as an export's (paths.ts and creditsSql), for one order. JSON text written by the
      * database, so that amounts keep their exact decimals; undefined when the client has no such
-     * order.
+     * order. Within the tenant's share of the database.
      */
     async explain(tenant: Tenant, orderId: string, model: ModelId, window: AttributionWindow): Promise<string | undefined> {
-      const [row] = await db.query<{ explanation: string }>(
+      const [row] = await share.run(tenant, () => db.query<{ explanation: string }>(
         `WITH ${pathsSql({ clientId: '$1::uuid', environment: '$2::environment', orders: { orderId: '$3::text' }, windows: [window] })}
          SELECT json_build_object(
                   'order_id', p.order_id, 'customer_id', p.customer_id, 'time_of_purchase', utc_iso(p.time_of_purchase),
@@ -38,7 +39,7 @@ export function createAttributionExplainer(db: Database) {
               FROM (${creditsSql('candidates', [model])}) AS credited
           ) AS c`,
         [tenant.clientId, tenant.environment, orderId, model],
-      );
+      ));
       return row?.explanation;
     },
   };

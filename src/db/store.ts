@@ -12,6 +12,7 @@ import { daily, hourly, type SpendCollection } from '../spend/collection.js';
 import { createSpendRepository, standInSpend, type SpendRepository } from '../spend/repository.js';
 import { createTouchpointRepository, standInTouchpoints, type TouchpointRepository } from '../touchpoints/repository.js';
 import type { Database } from './database.js';
+import { createTenantShare } from './tenant-share.js';
 
 /**
  * Everything a client-API request reads and writes. Each request is given one once its tenant
@@ -43,22 +44,25 @@ declare module 'fastify' {
 export interface StoreOptions {
   /** How long the download links of a finished export work. */
   linkTtlSeconds: number;
-  /** Longest wait of a report for its client's kept attribution, held by other work. */
+  /** Longest wait of a report for its client's kept attribution, held by other work, or for its client's share of the database. */
   reportLockWaitMs: number;
+  /** Reports and explanations of one client that may run at once (createTenantShare). */
+  tenantReadConnections: number;
 }
 
-function databaseStore(db: Database, { linkTtlSeconds, reportLockWaitMs }: StoreOptions): Store {
+function databaseStore(db: Database, { linkTtlSeconds, reportLockWaitMs, tenantReadConnections }: StoreOptions): Store {
+  const share = createTenantShare({ connections: tenantReadConnections, waitMs: reportLockWaitMs });
   return {
     clients: createClientRepository(db),
     orders: createOrderRepository(db),
-    explainer: createAttributionExplainer(db),
+    explainer: createAttributionExplainer(db, share),
     spend: { spend_hourly: createSpendRepository(db, hourly), spend_daily: createSpendRepository(db, daily) },
     touchpoints: createTouchpointRepository(db),
     events: ingestInto(db),
     erasure: createCustomerErasure(db),
     exports: createExportJobs(db, { linkTtlSeconds }),
     breakdowns: createBreakdownCatalog(db),
-    reports: createReportRepository(db, { lockWaitMs: reportLockWaitMs }),
+    reports: createReportRepository(db, { lockWaitMs: reportLockWaitMs, share }),
     feeds: createFeedRepository(db),
   };
 }

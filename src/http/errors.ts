@@ -1,5 +1,6 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { isClientGone, isDatabaseUnavailable, refusedValue, stoppedOnLimit, type RefusedValue } from '../db/errors.js';
+import { TenantBusyError } from '../db/tenant-share.js';
 import type { ErrorEnvelope, ErrorItem } from './error-envelope.js';
 
 // For the handlers that build error items along with the errors they throw.
@@ -128,6 +129,10 @@ export function registerErrorHandling(app: FastifyInstance) {
     if (error instanceof ApiError) {
       reply.headers(error.headers);
       return sendError(reply, error.statusCode, error.message, error.errors, error.extra);
+    }
+    if (error instanceof TenantBusyError) {
+      reply.header('retry-after', String(error.retryAfterSeconds));
+      return sendError(reply, 429, error.message, null, { retry_after_seconds: error.retryAfterSeconds });
     }
     if (error instanceof ValidationFailure) {
       return sendError(reply, request.routeOptions.config.validationStatus ?? 400, error.message, error.problems);

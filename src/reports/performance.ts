@@ -183,7 +183,7 @@ export async function runReport(
   const { sql, params, columns, computed } = planRowsSql(tenant, { ...plan, fromKeptTotals: keptTotals !== undefined }, [...SUMMED]);
   const fresh = () => ({ ending: { totals: totalsOfNoRows(plan), currency: null as string | null }, batches: [Buffer.from('{"rows":[')] as Buffer[] });
   let { ending, batches } = fresh();
-  await reports.eachBatch({ sql: reportSql(plan, sql, columns, computed), params, keptTotals }, () => {
+  await reports.eachBatch(tenant, { sql: reportSql(plan, sql, columns, computed), params, keptTotals }, () => {
     ({ ending, batches } = fresh());
     return async (rows) => {
       const texts: string[] = [];

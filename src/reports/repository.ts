@@ -1,5 +1,7 @@
 import { readThroughCursor, type Database } from '../db/index.js';
+import type { Tenant } from '../auth/tenant.js';
 import { lockWaitAtMost } from '../db/limits.js';
+import type { TenantShare } from '../db/tenant-share.js';
 import { markChangedDaysStale, keepMissingDays, type KeptTotalsAsked } from '../exports/daily-totals.js';
 import { inRowsTransaction } from '../exports/rows.js';
 
@@ -8,7 +10,7 @@ const BATCH = 1000;
 
 export type ReportRepository = ReturnType<typeof createReportRepository>;
 
-export function createReportRepository(db: Database, { lockWaitMs }: { lockWaitMs: number }) {
+export function createReportRepository(db: Database, { lockWaitMs, share }: { lockWaitMs: number; share: TenantShare }) {
   const waitingAtMost = lockWaitAtMost(lockWaitMs);
   return {
     /**
@@ -18,20 +20,23 @@ export function createReportRepository(db: Database, { lockWaitMs }: { lockWaitM
      * other work that holds them (the keeper computing days, another report: a lock time limit,
      * which the API answers 503). A transaction that fails for a deadlock or a serialization
      * failure is run again from the start: `startReading` is called at the start of each run,
-     * and gives the handler of that run's batches.
+     * and gives the handler of that run's batches. Within the tenant's share of the database.
      */
-    async eachBatch(
+    eachBatch(
+      tenant: Tenant,
       { sql, params, keptTotals }: { sql: string; params: readonly unknown[]; keptTotals?: KeptTotalsAsked },
       startReading: () => (rows: Record<string, unknown>[]) => Promise<void>,
     ): Promise<void> {
-      if (keptTotals) await markChangedDaysStale(db, keptTotals, waitingAtMost);
-      await inRowsTransaction(db, async (tx) => {
-        const onBatch = startReading();
-        if (keptTotals) {
-          await waitingAtMost(tx);
-          await keepMissingDays(tx, keptTotals);
-        }
-        await readThroughCursor(tx, { sql, params, batchSize: BATCH, hold: false }, onBatch);
+      return share.run(tenant, async () => {
+        if (keptTotals) await markChangedDaysStale(db, keptTotals, waitingAtMost);
+        await inRowsTransaction(db, async (tx) => {
+          const onBatch = startReading();
+          if (keptTotals) {
+            await waitingAtMost(tx);
+            await keepMissingDays(tx, keptTotals);
+          }
+          await readThroughCursor(tx, { sql, params, batchSize: BATCH, hold: false }, onBatch);
+        });
       });
     },
   };
