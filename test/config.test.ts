@@ -14,6 +14,7 @@ test('defaults: ports 8080 and 8081 on 127.0.0.1, embedded store in ./data, no a
     databasePoolSize: 10,
     databaseQueryTimeoutMs: 60_000,
     reportLockWaitMs: 10_000,
+    tenantReadConnections: 3,
     dataDir: path.resolve('data'),
     adminToken: undefined,
     bodyLimitBytes: 32 * 1024 * 1024,
@@ -54,6 +55,7 @@ test('every variable is read', () => {
     DATABASE_POOL_SIZE: '4',
     DATABASE_QUERY_TIMEOUT_MS: '1500',
     REPORT_LOCK_WAIT_MS: '2500',
+    TENANT_READ_CONNECTIONS: '3',
     DATA_DIR: '/tmp/somewhere',
     ADMIN_TOKEN: 'an-admin-token-of-32-characters!',
     BODY_LIMIT_BYTES: '1000',
@@ -90,6 +92,7 @@ test('every variable is read', () => {
     databasePoolSize: 4,
     databaseQueryTimeoutMs: 1500,
     reportLockWaitMs: 2500,
+    tenantReadConnections: 3,
     dataDir: '/tmp/somewhere',
     adminToken: 'an-admin-token-of-32-characters!',
     bodyLimitBytes: 1000,
@@ -128,6 +131,8 @@ for (const [name, value] of <[string, string][]>[
   ['WEB_CONCURRENCY', '0'],
   ['DATABASE_POOL_SIZE', '0'],
   ['DATABASE_POOL_SIZE', '1'], // an export would hold the only connection
+  ['TENANT_READ_CONNECTIONS', '0'],
+  ['TENANT_READ_CONNECTIONS', '10'], // one client's reads would take the whole pool
   ['BODY_LIMIT_BYTES', '1.5'],
   ['ADMIN_TOKEN', 'an-admin-token-of-31-characters'],
   ['EXPORT_SIGNING_SECRET', 'a-key-of-31-characters-is-short'],
