@@ -1,50 +1,136 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { PGlite, type Transaction } from '@electric-sql/pglite';
+import { Worker } from 'node:worker_threads';
 import { readThroughCursor, type Database, type Queryable } from './database.js';
+
+/** What the main thread asks the store's thread (src/db/pglite-thread.ts), each request with an id its answer has. */
+type Ask =
+  | { op: 'query'; sql: string; params: readonly unknown[] | undefined; tx?: number }
+  | { op: 'exec'; script: string; tx?: number }
+  | { op: 'begin' }
+  | { op: 'commit' | 'rollback'; tx: number }
+  | { op: 'listen' | 'unlisten'; channel: string }
+  | { op: 'close' };
+export type ThreadRequest = { id: number } & Ask;
+
+/** What the store's thread answers: a request's result or error, a notification, or that it is open. */
+export type ThreadAnswer = { id: number; result?: unknown; error?: Record<string, unknown> } | { notification: string } | { ready: true };
+
+/** The store's thread stopped, a request unanswered: the database is unreachable (src/db/errors.ts). */
+class StoreThreadStopped extends Error {
+  readonly code = '57P01';
+}
+
+/** The module of the store's thread, beside this one (TypeScript when run from the sources). */
+const THREAD_MODULE = new URL(`./pglite-thread${path.extname(new URL(import.meta.url).pathname)}`, import.meta.url);
+
+/**
+ * Starts the store's thread. Run from the sources (tests, benchmarks, through tsx), the thread
+ * registers tsx before it loads its module: Node 20 does not pass the main thread's `--import`
+ * loaders to a worker.
+ */
+function startThread(workerData: unknown): Worker {
+  if (!THREAD_MODULE.pathname.endsWith('.ts')) return new Worker(THREAD_MODULE, { workerData });
+  const tsx = import.meta.resolve('tsx/esm/api');
+  const bootstrap = `import(${JSON.stringify(tsx)}).then(({ register }) => { register(); return import(${JSON.stringify(THREAD_MODULE.href)}); })`;
+  return new Worker(bootstrap, { eval: true, workerData });
+}
 
 /**
  * Opens the embedded store. `dataDir` undefined keeps everything in memory (tests). A data
  * directory can be open in one process only, so a lock file names the process holding it.
- * PGlite runs one statement at a time, so its transactions never race and need no retry.
+ * PGlite runs on a thread of its own (pglite-thread.ts): a statement runs to its end on the
+ * thread that calls it, and on the main thread a long one stopped every request, health checks
+ * and signals included. It runs one statement at a time, so its transactions never race and need
+ * no retry; a transaction holds the store until it ends.
  */
 export async function openPglite(dataDir: string | undefined): Promise<Database> {
   const release = dataDir ? lockDataDir(dataDir) : () => {};
-  let pglite: PGlite;
+  const thread = startThread({ dataDir });
+  const pending = new Map<number, { resolve: (result: unknown) => void; reject: (error: Error) => void }>();
+  const listeners = new Map<string, Set<() => void>>();
+  let asked = 0;
+  let stopped: Error | undefined;
+
+  const opened = new Promise<void>((resolve, reject) => {
+    thread.on('message', (message: ThreadAnswer) => {
+      if ('ready' in message) return resolve();
+      if ('notification' in message) return listeners.get(message.notification)?.forEach((listener) => listener());
+      const answered = pending.get(message.id);
+      pending.delete(message.id);
+      if (message.error) answered?.reject(Object.assign(new Error(String(message.error.message)), message.error));
+      else answered?.resolve(message.result);
+    });
+    const stop = (error: Error) => {
+      stopped = new StoreThreadStopped(`The embedded store stopped: ${error.message}`);
+      for (const { reject: fail } of pending.values()) fail(stopped);
+      pending.clear();
+      reject(error);
+    };
+    thread.on('error', stop);
+    thread.on('exit', (code) => stop(new Error(`its thread exited (${code})`)));
+  });
   try {
-    pglite = await PGlite.create(dataDir ?? 'memory://');
+    await opened;
   } catch (error) {
     release();
     throw error;
   }
 
+  const ask = <R,>(request: Ask): Promise<R> => {
+    if (stopped) return Promise.reject(stopped);
+    const id = ++asked;
+    return new Promise<R>((resolve, reject) => {
+      pending.set(id, { resolve: resolve as (result: unknown) => void, reject });
+      thread.postMessage({ ...request, id });
+    });
+  };
+  const queryable = (tx?: number): Queryable => ({
+    query: <R,>(sql: string, params?: readonly unknown[]) => ask<R[]>({ op: 'query', sql, params, tx }),
+    exec: (script) => ask<void>({ op: 'exec', script, tx }),
+  });
+  async function transaction<T>(work: (tx: Queryable) => Promise<T>): Promise<T> {
+    const tx = await ask<number>({ op: 'begin' });
+    let result: T;
+    try {
+      result = await work(queryable(tx));
+    } catch (error) {
+      await ask({ op: 'rollback', tx }).catch(() => {});
+      throw error;
+    }
+    await ask({ op: 'commit', tx });
+    return result;
+  }
+
   return {
     kind: 'pglite',
-    ...queryable(pglite),
-    transaction: (work) => pglite.transaction((tx) => work(queryable(tx))),
+    ...queryable(),
+    transaction,
     // Not in a transaction, which would hold the store for the whole read: a held cursor runs its
     // statement once (the result kept by PostgreSQL, on disk past work_mem) and each FETCH is a
     // statement of its own, so other requests' statements run between batches.
-    eachBatch: (sql, params, batchSize, onBatch) =>
-      readThroughCursor(queryable(pglite), { sql, params, batchSize, hold: true }, onBatch),
-    readingTogether: (_count, work) => pglite.transaction((tx) => work([queryable(tx)])),
+    eachBatch: (sql, params, batchSize, onBatch) => readThroughCursor(queryable(), { sql, params, batchSize, hold: true }, onBatch),
+    readingTogether: (_count, work) => transaction((tx) => work([tx])),
     async listen(channel, onNotification) {
-      const unlisten = await pglite.listen(channel, () => onNotification());
-      return { close: () => unlisten() };
+      const channelListeners = listeners.get(channel) ?? new Set();
+      listeners.set(channel, channelListeners);
+      const listener = () => onNotification();
+      if (channelListeners.size === 0) await ask({ op: 'listen', channel });
+      channelListeners.add(listener);
+      return {
+        async close() {
+          channelListeners.delete(listener);
+          if (channelListeners.size === 0 && !stopped) await ask({ op: 'unlisten', channel });
+        },
+      };
     },
     async close() {
-      await pglite.close();
-      release();
-    },
-  };
-}
-
-function queryable(client: PGlite | Transaction): Queryable {
-  return {
-    query: async <R,>(text: string, params?: readonly unknown[]) =>
-      (await client.query<R>(text, params as unknown[])).rows,
-    async exec(script) {
-      await client.exec(script);
+      try {
+        if (!stopped) await ask({ op: 'close' });
+      } finally {
+        await thread.terminate();
+        release();
+      }
     },
   };
 }
