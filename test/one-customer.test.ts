@@ -1,47 +1,28 @@
 /**
- * One customer of 1,000 orders and 1,000 touchpoints over 25 days, every order's path holding
- * every earlier touchpoint: ordinary data of a shop, whose kept paths stopped the embedded store
- * for minutes (all of the process: health checks, other clients, signals) and ran past
- * PostgreSQL's statement limit. Without table statistics, as right after a load: the planner then
- * estimates one row of everything.
+ * One customer of 1,000 orders and 1,000 touchpoints (test/one-customer-data.ts), whose kept
+ * paths stopped the embedded store for minutes (all of the process: health checks, other
+ * clients, signals) and ran past PostgreSQL's statement limit. Without table statistics, as
+ * right after a load: the planner then estimates one row of everything.
  */
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { keepMissingPaths } from '../src/exports/daily-totals.js';
-import { makeOrder, startService, type TestClient, type TestService } from './helpers.js';
+import { startService, type TestClient, type TestService } from './helpers.js';
+import { ORDERS, TOUCHPOINTS, oneCustomerRequests, orderTime, touchpointTime } from './one-customer-data.js';
 
-const ORDERS = 1_000;
-const TOUCHPOINTS = 1_000;
-const FIRST_DAY = Date.UTC(2024, 2, 1);
-const SPAN_MS = 25 * 86_400_000;
-const touchpointTime = (k: number) => FIRST_DAY + (k * SPAN_MS) / TOUCHPOINTS;
-const orderTime = (k: number) => FIRST_DAY + 3_600_000 + (k * SPAN_MS) / ORDERS;
 /** Far below what the kept paths took (84 s on PostgreSQL), far above what they take (3 s). */
 const QUERY_TIMEOUT_MS = 20_000;
 
 let service: TestService;
 let client: TestClient;
 
-async function send(url: string, payload: unknown) {
-  const answer = await service.production.inject({ method: 'POST', url, headers: client.headers, payload: payload as object });
-  assert.ok(answer.statusCode < 300, `${url}: ${answer.statusCode} ${answer.body}`);
-}
-
 before(async () => {
   service = await startService({ DATABASE_QUERY_TIMEOUT_MS: String(QUERY_TIMEOUT_MS) });
   client = await service.createClient();
-  // Half the visits carry the customer, half come from its cookies, linked directly or through its first order.
-  const touchpoints = Array.from({ length: TOUCHPOINTS }, (_, k) => ({
-    touchpoint_id: `t${k}`,
-    occurred_at: new Date(touchpointTime(k)).toISOString(),
-    visitor_id: `cookie-${k % 7}`,
-    ...(k % 2 === 1 && { customer_id: 'loyal' }),
-    landing_url: `https://shop.example/?utm_source=meta&utm_campaign=campaign-${k % 5}`,
-  }));
-  for (let start = 0; start < TOUCHPOINTS; start += 500) await send('/v1/touchpoints', { data: touchpoints.slice(start, start + 500) });
-  await send('/v1/identities', { data: Array.from({ length: 7 }, (_, v) => (v % 2 ? { visitor_id: `cookie-${v}`, customer_id: 'loyal' } : { visitor_id: `cookie-${v}`, order_id: 'o0' })) });
-  const orders = Array.from({ length: ORDERS }, (_, k) => makeOrder(`o${k}`, { customer_id: 'loyal', time_of_purchase: new Date(orderTime(k)).toISOString() }));
-  await send('/v2/orders', orders);
+  for (const [url, payload] of oneCustomerRequests()) {
+    const answer = await service.production.inject({ method: 'POST', url, headers: client.headers, payload: payload as object });
+    assert.ok(answer.statusCode < 300, `${url}: ${answer.statusCode} ${answer.body}`);
+  }
 });
 after(() => service.close());
 

@@ -5,7 +5,10 @@ import http from 'node:http';
 import { after, before, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { freePort } from '../bench/server.js';
+import { MODEL_IDS, WINDOW_NAMES } from '../src/attribution/models.js';
+import { SHUTDOWN_GRACE_MS } from '../src/server.js';
 import { ADMIN_TOKEN, createChildStore, minimalOrder, startCli, type ChildStore } from './helpers.js';
+import { oneCustomerRequests } from './one-customer-data.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 
@@ -91,5 +94,47 @@ test('tributary worker runs export jobs alone and stops cleanly on SIGTERM', asy
     assert.equal(code, 0);
   } finally {
     await workerStore.cleanup();
+  }
+});
+
+test('SIGTERM during a statement of minutes ends the process within its grace period', async () => {
+  const longStore = await createChildStore();
+  try {
+    const longPort = await freePort();
+    const env = { ...longStore.env, PORT: String(longPort), UAT_PORT: String(await freePort()), ADMIN_TOKEN, KEEP_AHEAD_DAYS: '0', LOG_LEVEL: 'info' };
+    const longServer = await startCli('serve', env, 'tributary is ready');
+    const api = async (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) => {
+      const answer = await fetch(`http://127.0.0.1:${longPort}${path}`, { method, headers: { 'content-type': 'application/json', ...headers }, body: body === undefined ? undefined : JSON.stringify(body) });
+      assert.ok(answer.status < 300, `${method} ${path}: ${answer.status} ${await answer.clone().text()}`);
+      return (await answer.json()) as Record<string, unknown>;
+    };
+    const { client_id, api_key } = (await api('POST', '/admin/v1/clients', { name: 'Loyal' }, { authorization: `Bearer ${ADMIN_TOKEN}` })) as Record<string, string>;
+    const credentials = { authorization: api_key!, 'data-client-id': client_id! };
+    for (const [path, body] of oneCustomerRequests()) await api('POST', path, body, credentials);
+    // Every model, window and mode over a month of one customer's 500,000 path rows: minutes of statements.
+    const { id } = await api(
+      'POST',
+      '/v1/exports/data-export',
+      {
+        period_type: 'FIXED',
+        period_options: { period_starting_at: '2024-03-01T00:00:00Z', period_ending_at: '2024-04-01T00:00:00Z' },
+        level: 'campaign',
+        attribution_options: { attribution_models: MODEL_IDS, attribution_windows: WINDOW_NAMES, accounting_modes: ['cash', 'accrual'] },
+        metrics: [{ id: 'rev', label: 'Revenue' }],
+      },
+      credentials,
+    );
+    // The server's export worker takes it at once (a notification), and runs it for minutes.
+    await new Promise((resolve) => setTimeout(resolve, 3_000));
+
+    const signalled = performance.now();
+    longServer.kill('SIGTERM');
+    await once(longServer, 'exit');
+    const took = performance.now() - signalled;
+    assert.ok(took < SHUTDOWN_GRACE_MS + 3_000, `the process took ${Math.round(took)} ms to end`);
+    const [{ status } = { status: '' }] = await longStore.withStore((db) => db.query<{ status: string }>('SELECT status FROM exports WHERE export_id = $1', [id]));
+    assert.equal(status, 'PENDING', 'the export was still running when the signal came');
+  } finally {
+    await longStore.cleanup();
   }
 });
