@@ -69,6 +69,15 @@ test('across the thread: errors keep their SQLSTATE, a transaction holds the sto
     await db.query('NOTIFY things');
     await new Promise((resolve) => setTimeout(resolve, 50));
     assert.equal(notified, 1);
+
+    // Listening again while the last listener closes, and twice at once: one notification each time.
+    const first = await db.listen('things', () => notified++);
+    const [closed, again, twice] = await Promise.all([first.close(), db.listen('things', () => notified++), db.listen('things', () => notified++)]);
+    assert.equal(closed, undefined);
+    await db.query('NOTIFY things');
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    assert.equal(notified, 3, 'each of the two listeners once');
+    await Promise.all([again.close(), twice.close()]);
   } finally {
     await db.close();
   }

@@ -39,10 +39,12 @@ test("a client's reads past its share wait their turn in order, are refused past
   assert.ok(refused instanceof TenantBusyError, 'past the queue: refused at once');
   assert.equal(refused.retryAfterSeconds, 1);
 
-  // Another client is not counted with the first.
+  // Another client is not counted with the first; the first's other environment is, as it uses the same pool.
   const other = gatedRead();
   const otherRun = share.run(tenant('b'), () => (other.finish(), other.read()));
   await otherRun;
+  const uat = await share.run({ ...tenant('a'), environment: 'uat' }, async () => 'ran').catch((error: unknown) => error);
+  assert.ok(uat instanceof TenantBusyError, "the client's UAT reads share its production reads' share");
 
   gates[0]!.finish();
   gates[1]!.finish();

@@ -13,6 +13,14 @@ const port = parentPort!;
 const pglite = await PGlite.create((workerData as { dataDir: string | undefined }).dataDir ?? 'memory://');
 const transactions = new Map<number, OpenTransaction>();
 const listening = new Map<string, () => Promise<void>>();
+/** The last LISTEN or UNLISTEN asked of each channel: each waits for the one before, so that they end in the order asked. */
+const channelTurns = new Map<string, Promise<unknown>>();
+
+function inTurn(channel: string, work: () => Promise<void>): Promise<void> {
+  const done = (channelTurns.get(channel) ?? Promise.resolve()).catch(() => {}).then(work);
+  channelTurns.set(channel, done);
+  return done;
+}
 let transactionsBegun = 0;
 
 interface OpenTransaction {
@@ -43,7 +51,10 @@ function begin(): Promise<number> {
 
 async function end(id: number, commit: boolean): Promise<void> {
   const open = transactions.get(id);
-  if (!open) return;
+  if (!open) {
+    if (commit) throw new Error('The transaction has ended');
+    return;
+  }
   transactions.delete(id);
   open.end(commit);
   await open.finished.catch((error: unknown) => {
@@ -78,14 +89,15 @@ async function handle(request: ThreadRequest): Promise<unknown> {
     case 'commit':
     case 'rollback':
       return end(request.tx, request.op === 'commit');
-    case 'listen': {
-      if (!listening.has(request.channel)) listening.set(request.channel, await pglite.listen(request.channel, () => answer({ notification: request.channel })));
-      return undefined;
-    }
+    case 'listen':
+      return inTurn(request.channel, async () => {
+        if (!listening.has(request.channel)) listening.set(request.channel, await pglite.listen(request.channel, () => answer({ notification: request.channel })));
+      });
     case 'unlisten':
-      await listening.get(request.channel)?.();
-      listening.delete(request.channel);
-      return undefined;
+      return inTurn(request.channel, async () => {
+        await listening.get(request.channel)?.();
+        listening.delete(request.channel);
+      });
     case 'close':
       await pglite.close();
       return undefined;
@@ -93,9 +105,9 @@ async function handle(request: ThreadRequest): Promise<unknown> {
 }
 
 port.on('message', (request: ThreadRequest) => {
-  handle(request).then(
-    (result) => answer({ id: request.id, result }),
-    (error: unknown) => answer({ id: request.id, error: plainError(error) }),
-  );
+  handle(request)
+    .then((result) => answer({ id: request.id, result }))
+    // A failure of the statement, or of sending its result (a value no structured clone takes).
+    .catch((error: unknown) => answer({ id: request.id, error: plainError(error) }));
 });
 answer({ ready: true });

@@ -82,7 +82,12 @@ export async function openPglite(dataDir: string | undefined): Promise<Database>
     const id = ++asked;
     return new Promise<R>((resolve, reject) => {
       pending.set(id, { resolve: resolve as (result: unknown) => void, reject });
-      thread.postMessage({ ...request, id });
+      try {
+        thread.postMessage({ ...request, id });
+      } catch (error) {
+        pending.delete(id);
+        reject(error as Error);
+      }
     });
   };
   const queryable = (tx?: number): Queryable => ({
@@ -144,12 +149,19 @@ export function lockDataDir(dataDir: string): () => void {
     try {
       // 'wx' creates the file only if it does not exist: of two processes, one wins.
       fs.writeFileSync(lockFile, String(process.pid), { flag: 'wx' });
-      return () => fs.rmSync(lockFile, { force: true });
+      // Also when the process exits without closing the store (a stop past its grace period).
+      const release = () => {
+        process.off('exit', release);
+        fs.rmSync(lockFile, { force: true });
+      };
+      process.on('exit', release);
+      return release;
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
     }
     const holder = Number(fs.readFileSync(lockFile, 'utf8'));
-    if (attempt > 0 || isAlive(holder)) {
+    // A file naming this process was left by an earlier one of the same pid (PID 1 in a container).
+    if (attempt > 0 || (holder !== process.pid && isAlive(holder))) {
       throw new DataDirInUseError(
         `The embedded store in ${dataDir} is open in process ${holder || '(unknown)'}. Stop that process first, ` +
           'or use the admin API of the running server.',

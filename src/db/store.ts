@@ -12,7 +12,7 @@ import { daily, hourly, type SpendCollection } from '../spend/collection.js';
 import { createSpendRepository, standInSpend, type SpendRepository } from '../spend/repository.js';
 import { createTouchpointRepository, standInTouchpoints, type TouchpointRepository } from '../touchpoints/repository.js';
 import type { Database } from './database.js';
-import { createTenantShare } from './tenant-share.js';
+import { createTenantShare, type TenantShare } from './tenant-share.js';
 
 /**
  * Everything a client-API request reads and writes. Each request is given one once its tenant
@@ -50,8 +50,12 @@ export interface StoreOptions {
   tenantReadConnections: number;
 }
 
+/** The share of each pool: the production and UAT apps of a process share theirs, as they share the pool. */
+const sharesOfPools = new WeakMap<Database, TenantShare>();
+
 function databaseStore(db: Database, { linkTtlSeconds, reportLockWaitMs, tenantReadConnections }: StoreOptions): Store {
-  const share = createTenantShare({ connections: tenantReadConnections, waitMs: reportLockWaitMs });
+  const share = sharesOfPools.get(db) ?? createTenantShare({ connections: tenantReadConnections, waitMs: reportLockWaitMs });
+  sharesOfPools.set(db, share);
   return {
     clients: createClientRepository(db),
     orders: createOrderRepository(db),

@@ -71,13 +71,13 @@ export function createTenantShare({ connections, waitMs }: TenantShareOptions) {
   }
 
   return {
-    async run<T>({ clientId, environment }: Tenant, read: () => Promise<T>): Promise<T> {
-      const key = `${clientId}/${environment}`;
-      await admitted(key);
+    /** Runs `read` within its client's share: both environments of a client count together, as they use one pool. */
+    async run<T>({ clientId }: Tenant, read: () => Promise<T>): Promise<T> {
+      await admitted(clientId);
       try {
         return await read();
       } finally {
-        release(key);
+        release(clientId);
       }
     },
   };
