@@ -167,6 +167,12 @@ test('identifiers are found as written, percent-encoded or with + for spaces, in
   );
   assert.equal(redactedUrl('https://janedoe.example/', holds), '[erased]');
 
+  // A stray % leaves the other escapes decoded; names are found without their accents, in any case.
+  assert.ok(holds('50%off-jane.doe%2Bshop%40example.com'));
+  const accented = identifierFinder({ customerIds: [], emails: [], phones: [], names: ['İlkay Gündoğan'], hashes: [] });
+  for (const text of ['İlkay Gündoğan', 'ilkay-gündoğan', 'ILKAY_GUNDOGAN', 'ref=%C4%B0lkay+G%C3%BCndo%C4%9Fan']) assert.ok(accented(text), text);
+  assert.ok(!accented('ilkay gundogane'));
+
   // An order may hold an e-mail or phone number hashed alone: found where a text holds it plain.
   const hashedOnly = identifierFinder({ customerIds: [], emails: [], phones: [], names: [], hashes: [sha256('jane@example.com'), sha256('+15550104242').toUpperCase()] });
   for (const text of ['WELCOME-Jane@Example.com', 'u=jane%40example.com', 'call +1 (555) 010-4242']) assert.ok(hashedOnly(text), text);
@@ -205,7 +211,9 @@ test('an erased customer is in no text of its orders, aliases, touchpoints and k
         landing_url: `https://shop.example/account/${encodeURIComponent(email)}/orders?utm_source=newsletter&utm_medium=email&utm_campaign=spring&utm_content=${email}&fbclid=${encodeURIComponent(email)}`,
         referrer: 'https://mail.example/u/Jane+Doe/inbox',
       },
-      { touchpoint_id: 'sms-click', occurred_at: '2024-03-04T11:00:00Z', customer_id: email, utm_source: 'sms', utm_medium: 'sms', utm_campaign: 'spring', utm_term: '15550104242' },
+      { touchpoint_id: 'sms-click', occurred_at: '2024-03-04T11:00:00Z', customer_id: email, visitor_id: 'cookie-sms', utm_source: 'sms', utm_medium: 'sms', utm_campaign: 'spring', utm_term: '15550104242' },
+      // The same cookie, unlinked, without the customer: still the customer's cookie, renamed and cleaned.
+      { touchpoint_id: 'sms-again', occurred_at: '2024-03-04T12:00:00Z', visitor_id: 'cookie-sms', landing_url: `https://shop.example/?utm_source=sms&utm_content=${email}&ref=50%off` },
       // A pixel visit linked through the order alone: erasure gives it a customer, never the e-mail.
       { touchpoint_id: 'pixel', occurred_at: '2024-03-05T09:00:00Z', visitor_id: 'cookie-pixel', landing_url: 'https://shop.example/?utm_source=meta&utm_campaign=spring' },
       { touchpoint_id: 'bob-visit', occurred_at: '2024-03-05T09:30:00Z', visitor_id: 'cookie-bob', landing_url: 'https://shop.example/?utm_source=meta&utm_campaign=spring' },
@@ -228,7 +236,7 @@ test('an erased customer is in no text of its orders, aliases, touchpoints and k
 
   const response = await erase(client, { customer_emails: [email] });
   assert.equal(response.statusCode, 200, response.body);
-  assert.deepEqual([response.json().customers, response.json().orders, response.json().touchpoints, response.json().identities], [1, 1, 3, 2]);
+  assert.deepEqual([response.json().customers, response.json().orders, response.json().touchpoints, response.json().identities], [1, 1, 4, 2]);
 
   const stored = await storedText(client.client_id);
   assert.doesNotMatch(stored, personal);
@@ -252,6 +260,7 @@ test('an erased customer is in no text of its orders, aliases, touchpoints and k
   assert.equal(byId['sms-click']!.utm_term, '[erased]');
   for (const id of ['mail-click', 'sms-click', 'pixel']) assert.equal(byId[id]!.customer_id, jane!.customer_id, id);
   assert.equal(byId['bob-visit']!.visitor_id, 'cookie-bob');
+  assert.deepEqual([byId['sms-again']!.customer_id, byId['sms-again']!.visitor_id, byId['sms-again']!.utm_content], [null, byId['sms-click']!.visitor_id, '[erased]']);
 
   const [bob] = (await listOrders(app, client, { start_date: '2024-03-05', end_date: '2024-03-05' })).json().data.slice(1) as Record<string, unknown>[];
   assert.deepEqual([bob!.customer_id, bob!.customer_email, bob!.order_tags], ['bob@example.com', 'bob@example.com', ['vip']]);

@@ -62,12 +62,12 @@ export function createCustomerErasure(db: Database) {
           [...tenantParams, request.customerIds, asked.map((form) => form.plain), asked.map((form) => form.hashed)],
         );
         const scope = [...tenantParams, customers];
-        const holdsIdentifier = await identifiersOf(tx, scope, customers, asked);
 
         // Each customer gets an id of no meaning in place of its own, the same on all its orders and
         // touchpoints, so that the numbers group as they did.
         const renamedCustomers = customers.map((customer_id) => ({ customer_id, pseudonym: `${ERASED_PREFIX}${randomUUID()}` }));
         const pseudonyms = renamedCustomers.map((customer) => customer.pseudonym);
+        const identifiers = await identifiersOf(tx, scope, renamedCustomers, asked);
         const renamings = [...scope, erasedAt.toISOString(), JSON.stringify(renamedCustomers)];
         const RENAMED = 'json_to_recordset($5::json) AS r(customer_id text, pseudonym text)';
 
@@ -99,11 +99,11 @@ export function createCustomerErasure(db: Database) {
           renamings,
         );
         const renamedVisitors = await renameVisitors(tx, tenantParams, pseudonyms, erasedAt);
-        const redacted = await redactTouchpoints(tx, tenantParams, pseudonyms, erasedAt, holdsIdentifier);
-        const touchpointIds = new Set([...throughLinks, ...ownIds, ...renamedVisitors, ...redacted].map((row) => row.touchpoint_id));
+        const redacted = await redactTouchpoints(tx, tenantParams, erasedAt, identifiers, renamedVisitors.customersOf);
+        const touchpointIds = new Set([...throughLinks, ...ownIds, ...renamedVisitors.touchpoints, ...redacted].map((row) => row.touchpoint_id));
 
-        const orderIds = await redactOrders(tx, scope, renamedCustomers, erasedAt, holdsIdentifier);
-        await dropIdentifyingAliases(tx, tenantParams, orderIds, holdsIdentifier);
+        const orderIds = await redactOrders(tx, scope, renamedCustomers, erasedAt, identifiers);
+        await dropIdentifyingAliases(tx, tenantParams, orderIds, identifiers);
         // Kept paths hold the touchpoints' ids as they were (ad_id among them): they go, and their
         // days are computed again (every kept day is made stale below).
         await tx.query(`DELETE FROM attribution_paths k WHERE ${TENANT('k')} AND k.order_id = ANY ($3::text[])`, [...tenantParams, orderIds]);
@@ -117,69 +117,110 @@ export function createCustomerErasure(db: Database) {
   };
 }
 
+/** The test of texts for the identifiers of each erased customer, by its new id. */
+type IdentifiersByCustomer = Map<string, HoldsIdentifier>;
+
 /**
- * What names the customers `scope` ($3) holds, as a test of texts: their ids, the e-mails asked
- * about, and the e-mails, phone numbers, names and hashes of their orders.
+ * What names each of the customers `scope` ($3) holds, as a test of texts, by its new id: its
+ * id, the e-mails asked about that its orders hold (plain or hashed), and the e-mails, phone
+ * numbers, names and hashes of its orders. One test a customer: a row is one customer's, and a
+ * test of a thousand customers' identifiers at once cost a thousand times as much a text.
  */
-async function identifiersOf(tx: Queryable, scope: unknown[], customerIds: string[], asked: { plain: string; hashed: string }[]): Promise<HoldsIdentifier> {
+async function identifiersOf(
+  tx: Queryable,
+  scope: unknown[],
+  renamedCustomers: { customer_id: string; pseudonym: string }[],
+  asked: { plain: string; hashed: string }[],
+): Promise<IdentifiersByCustomer> {
   const values = (field: string) => `coalesce(array_remove(array_agg(DISTINCT o.body->>'${field}'), NULL), '{}')`;
-  const [found] = await tx.query<{ emails: string[]; phones: string[]; names: string[]; hashes: string[] }>(
-    `SELECT ${values('customer_email')} AS emails, ${values('customer_phone_number')} AS phones, ${values('customer_name')} AS names,
+  const found = await tx.query<{ customer_id: string; emails: string[]; phones: string[]; names: string[]; hashes: string[] }>(
+    `SELECT o.customer_id, ${values('customer_email')} AS emails, ${values('customer_phone_number')} AS phones, ${values('customer_name')} AS names,
             ${values('hashed_customer_email')} || ${values('hashed_customer_phone_number')} AS hashes
-       FROM orders o WHERE ${TENANT('o')} AND o.customer_id = ANY ($3::text[])`,
+       FROM orders o WHERE ${TENANT('o')} AND o.customer_id = ANY ($3::text[])
+      GROUP BY o.customer_id`,
     scope,
   );
-  return identifierFinder({
-    customerIds,
-    emails: [...asked.map((form) => form.plain), ...found!.emails],
-    phones: found!.phones,
-    names: found!.names,
-    hashes: [...asked.map((form) => form.hashed), ...found!.hashes],
-  });
+  const ofCustomer = new Map(found.map((row) => [row.customer_id, row]));
+  return new Map(
+    renamedCustomers.map(({ customer_id, pseudonym }) => {
+      const { emails = [], phones = [], names = [], hashes = [] } = ofCustomer.get(customer_id) ?? {};
+      const lower = (texts: string[]) => new Set(texts.map((text) => text.trim().toLowerCase()));
+      const [ownEmails, ownHashes] = [lower(emails), lower(hashes)];
+      const askedOfCustomer = asked.filter((form) => ownEmails.has(form.plain) || ownHashes.has(form.hashed));
+      const finder = identifierFinder({
+        customerIds: [customer_id],
+        emails: [...askedOfCustomer.map((form) => form.plain), ...emails],
+        phones,
+        names,
+        hashes: [...askedOfCustomer.map((form) => form.hashed), ...hashes],
+      });
+      return [pseudonym, finder];
+    }),
+  );
 }
+
+/** A text holds an identifier of one of `customers` (new ids). */
+const holdsIdentifierOf =
+  (identifiers: IdentifiersByCustomer, customers: Iterable<string>): HoldsIdentifier =>
+  (text) => {
+    for (const customer of customers) if (identifiers.get(customer)?.(text)) return true;
+    return false;
+  };
 
 /**
  * A visitor id is a cookie's: read beside the customer its touchpoints carry, it would tell the
  * link that was deleted. Each visitor of the erased customers (those of `pseudonyms`) gets a new
  * id of no meaning on all of its touchpoints (whoever's they are, so that visits still group as
- * they did) and on its link to another customer, if it has one.
+ * they did) and on its link to another customer, if it has one. Answers the touchpoints changed,
+ * and the customers each new visitor id was seen with.
  */
-async function renameVisitors(tx: Queryable, tenantParams: unknown[], pseudonyms: string[], erasedAt: Date): Promise<{ touchpoint_id: string }[]> {
-  const visitors = await tx.query<{ visitor_id: string }>(
-    `SELECT DISTINCT t.visitor_id FROM touchpoints t
+async function renameVisitors(
+  tx: Queryable,
+  tenantParams: unknown[],
+  pseudonyms: string[],
+  erasedAt: Date,
+): Promise<{ touchpoints: { touchpoint_id: string }[]; customersOf: Map<string, string[]> }> {
+  const visitors = await tx.query<{ visitor_id: string; customers: string[] }>(
+    `SELECT t.visitor_id, array_agg(DISTINCT t.customer_id) AS customers FROM touchpoints t
       WHERE ${TENANT('t')} AND t.customer_id = ANY ($3::text[]) AND t.visitor_id IS NOT NULL
-        AND t.visitor_id NOT LIKE '${ERASED_PREFIX}%'`,
+        AND t.visitor_id NOT LIKE '${ERASED_PREFIX}%'
+      GROUP BY t.visitor_id`,
     [...tenantParams, pseudonyms],
   );
-  const renames = JSON.stringify(visitors.map(({ visitor_id }) => ({ visitor_id, pseudonym: `${ERASED_PREFIX}${randomUUID()}` })));
-  const renamed = await tx.query<{ touchpoint_id: string }>(
+  const renames = visitors.map(({ visitor_id, customers }) => ({ visitor_id, customers, pseudonym: `${ERASED_PREFIX}${randomUUID()}` }));
+  const asRecords = JSON.stringify(renames.map(({ visitor_id, pseudonym }) => ({ visitor_id, pseudonym })));
+  const touchpoints = await tx.query<{ touchpoint_id: string }>(
     `UPDATE touchpoints t SET visitor_id = r.pseudonym, updated_at = greatest(t.updated_at, $3::timestamptz)
        FROM json_to_recordset($4::json) AS r(visitor_id text, pseudonym text)
       WHERE ${TENANT('t')} AND t.visitor_id = r.visitor_id
       RETURNING t.touchpoint_id`,
-    [...tenantParams, erasedAt.toISOString(), renames],
+    [...tenantParams, erasedAt.toISOString(), asRecords],
   );
   await tx.query(
     `UPDATE identities i SET visitor_id = r.pseudonym
        FROM json_to_recordset($3::json) AS r(visitor_id text, pseudonym text)
       WHERE ${TENANT('i')} AND i.visitor_id = r.visitor_id`,
-    [...tenantParams, renames],
+    [...tenantParams, asRecords],
   );
-  return renamed;
+  return { touchpoints, customersOf: new Map(renames.map(({ pseudonym, customers }) => [pseudonym, customers])) };
 }
 
 /**
- * The texts of the erased customers' touchpoints through the erasure: URLs lose their personal
- * query and every part that holds an identifier, other texts and click ids that hold one become
- * ERASED_TEXT. Answers the touchpoints changed.
+ * The texts of the erased customers' touchpoints, and of their visitors' (`customersOf`, by new
+ * visitor id), through the erasure: URLs lose their personal query and every part that holds an
+ * identifier of those customers, other texts and click ids that hold one become ERASED_TEXT.
+ * Answers the touchpoints changed.
  */
-async function redactTouchpoints(tx: Queryable, tenantParams: unknown[], pseudonyms: string[], erasedAt: Date, holdsIdentifier: HoldsIdentifier) {
+async function redactTouchpoints(tx: Queryable, tenantParams: unknown[], erasedAt: Date, identifiers: IdentifiersByCustomer, customersOf: Map<string, string[]>) {
   const columns = [...TOUCHPOINT_URLS, ...TOUCHPOINT_TEXTS];
-  const stored = await tx.query<TouchpointTexts>(
-    `SELECT touchpoint_id, click_ids, ${columns.join(', ')} FROM touchpoints t WHERE ${TENANT('t')} AND t.customer_id = ANY ($3::text[])`,
-    [...tenantParams, pseudonyms],
+  const stored = await tx.query<TouchpointTexts & { customer_id: string | null; visitor_id: string | null }>(
+    `SELECT touchpoint_id, customer_id, visitor_id, click_ids, ${columns.join(', ')} FROM touchpoints t
+      WHERE ${TENANT('t')} AND (t.customer_id = ANY ($3::text[]) OR t.visitor_id = ANY ($4::text[]))`,
+    [...tenantParams, [...identifiers.keys()], [...customersOf.keys()]],
   );
   const redacted = stored.flatMap((touchpoint) => {
+    const customers = [...(touchpoint.customer_id === null ? [] : [touchpoint.customer_id]), ...(customersOf.get(touchpoint.visitor_id ?? '') ?? [])];
+    const holdsIdentifier = holdsIdentifierOf(identifiers, customers);
     const redactedColumns = Object.fromEntries([
       ...TOUCHPOINT_URLS.map((column) => [column, touchpoint[column] === null ? null : redactedUrl(touchpoint[column], holdsIdentifier)]),
       ...TOUCHPOINT_TEXTS.map((column) => [column, touchpoint[column] === null ? null : redactedText(touchpoint[column], holdsIdentifier)]),
@@ -191,10 +232,10 @@ async function redactTouchpoints(tx: Queryable, tenantParams: unknown[], pseudon
   if (redacted.length === 0) return [];
   await tx.query(
     `UPDATE touchpoints t SET click_ids = r.click_ids, ${columns.map((column) => `${column} = r.${column}`).join(', ')},
-            updated_at = greatest(t.updated_at, $4::timestamptz)
-       FROM json_to_recordset($5::json) AS r(touchpoint_id text, click_ids jsonb, ${columns.map((column) => `${column} text`).join(', ')})
-      WHERE ${TENANT('t')} AND t.touchpoint_id = r.touchpoint_id AND t.customer_id = ANY ($3::text[])`,
-    [...tenantParams, pseudonyms, erasedAt.toISOString(), JSON.stringify(redacted)],
+            updated_at = greatest(t.updated_at, $3::timestamptz)
+       FROM json_to_recordset($4::json) AS r(touchpoint_id text, click_ids jsonb, ${columns.map((column) => `${column} text`).join(', ')})
+      WHERE ${TENANT('t')} AND t.touchpoint_id = r.touchpoint_id`,
+    [...tenantParams, erasedAt.toISOString(), JSON.stringify(redacted)],
   );
   return redacted;
 }
@@ -210,7 +251,7 @@ async function redactOrders(
   scope: unknown[],
   renamedCustomers: { customer_id: string; pseudonym: string }[],
   erasedAt: Date,
-  holdsIdentifier: HoldsIdentifier,
+  identifiers: IdentifiersByCustomer,
 ): Promise<string[]> {
   const stored = await tx.query<{ order_id: string; pseudonym: string; texts: Record<string, unknown> | null }>(
     `SELECT o.order_id, r.pseudonym,
@@ -221,6 +262,7 @@ async function redactOrders(
     [...scope, JSON.stringify(renamedCustomers), [...ORDER_FIELDS_KEPT, ...PERSONAL_ORDER_FIELDS]],
   );
   const edits = stored.map(({ order_id, pseudonym, texts }) => {
+    const holdsIdentifier = identifiers.get(pseudonym)!;
     const redacted = Object.entries(texts ?? {}).flatMap(([field, value]): [string, unknown][] => {
       if (typeof value === 'string') return holdsIdentifier(value) ? [[field, redactedText(value, holdsIdentifier)]] : [];
       const strings = value as unknown[];
@@ -239,13 +281,17 @@ async function redactOrders(
   return edits.map((edit) => edit.order_id);
 }
 
-/** Aliases of the orders that hold an identifier are deleted: they would find the order by it. */
-async function dropIdentifyingAliases(tx: Queryable, tenantParams: unknown[], orderIds: string[], holdsIdentifier: HoldsIdentifier): Promise<void> {
-  const aliases = await tx.query<{ alias_type: string; alias_id: string }>(
-    `SELECT alias_type, alias_id FROM order_aliases a WHERE ${TENANT('a')} AND a.order_id = ANY ($3::text[])`,
+/** Aliases of the orders (their customers' new ids given) that hold an identifier are deleted: they would find the order by it. */
+async function dropIdentifyingAliases(tx: Queryable, tenantParams: unknown[], orderIds: string[], identifiers: IdentifiersByCustomer): Promise<void> {
+  const aliases = await tx.query<{ alias_type: string; alias_id: string; customer_id: string }>(
+    `SELECT a.alias_type, a.alias_id, o.customer_id FROM order_aliases a
+       JOIN orders o ON ${TENANT('o')} AND o.order_id = a.order_id
+      WHERE ${TENANT('a')} AND a.order_id = ANY ($3::text[])`,
     [...tenantParams, orderIds],
   );
-  const identifying = aliases.filter((alias) => holdsIdentifier(alias.alias_id));
+  const identifying = aliases
+    .filter((alias) => identifiers.get(alias.customer_id)?.(alias.alias_id))
+    .map(({ alias_type, alias_id }) => ({ alias_type, alias_id }));
   if (identifying.length === 0) return;
   await tx.query(
     `DELETE FROM order_aliases a USING json_to_recordset($3::json) AS r(alias_type text, alias_id text)

@@ -24,12 +24,15 @@ export const MIN_IDENTIFIER_LENGTH = 4;
 /** Query parameters a touchpoint's URLs keep through an erasure: what attribution reads (lower case, as it reads them). */
 const KEPT_PARAMETERS = new Set([...UTM_FIELDS, ...CLICK_ID_FIELDS].map((name) => name.toLowerCase()));
 
+/** A text with each run of percent-escapes decoded on its own: one stray `%` ("50%off") leaves the others decoded. */
 function decoded(text: string): string {
-  try {
-    return decodeURIComponent(text);
-  } catch {
-    return text;
-  }
+  return text.replace(/(?:%[0-9a-f]{2})+/gi, (escapes) => {
+    try {
+      return decodeURIComponent(escapes);
+    } catch {
+      return escapes;
+    }
+  });
 }
 
 const parameterName = (pair: string) => decoded(pair.split('=', 1)[0]!.replaceAll('+', ' ')).toLowerCase();
@@ -72,19 +75,26 @@ export interface CustomerIdentifiers {
 
 const NAME_SEPARATORS = [' ', '+', '-', '_', '.', ''];
 
-/** The forms each identifier is looked for in, in lower case (docs/decisions.md, "Customer erasure"). */
+/** A text without its accents, compared in any case: "İlkay Gündoğan" and "ilkay-gundogan" hold one name. */
+const folded = (text: string) => text.normalize('NFKD').replace(/\p{M}/gu, '');
+
+/**
+ * The forms each identifier is looked for in (docs/decisions.md, "Customer erasure"), folded;
+ * not in lower case, which the pattern ignores (lowering first changes some letters: "İ").
+ */
 function identifierForms({ customerIds, emails, phones, names, hashes }: CustomerIdentifiers): string[] {
-  const lower = (text: string) => text.trim().toLowerCase();
+  const trimmed = (text: string) => folded(text.trim());
   const phoneForms = phones.flatMap((phone) => {
     const digits = phone.replace(/\D/g, '');
-    return digits.length >= 7 ? [lower(phone), digits, `+${digits}`] : [lower(phone)];
+    return digits.length >= 7 ? [trimmed(phone), digits, `+${digits}`] : [trimmed(phone)];
   });
   const nameForms = names.flatMap((name) => {
-    const words = lower(name).split(/\s+/).filter(Boolean);
+    const words = trimmed(name).split(/\s+/).filter(Boolean);
     return NAME_SEPARATORS.map((separator) => words.join(separator));
   });
-  const forms = [...customerIds.map(lower), ...emails.map(lower), ...phoneForms, ...nameForms, ...hashes.map(lower)];
-  return [...new Set(forms)].filter((form) => form.length >= MIN_IDENTIFIER_LENGTH);
+  const forms = [...customerIds, ...emails, ...hashes].map(trimmed).concat(phoneForms, nameForms);
+  const oneOfEachCase = new Map(forms.map((form) => [form.toLowerCase(), form]));
+  return [...oneOfEachCase.values()].filter((form) => form.length >= MIN_IDENTIFIER_LENGTH);
 }
 
 const escapeRegExp = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
@@ -116,8 +126,9 @@ export function identifierFinder(identifiers: CustomerIdentifiers): (text: strin
   const forms = identifierForms(identifiers).sort((a, b) => b.length - a.length);
   const hashes = new Set(identifiers.hashes.map((hash) => hash.trim().toLowerCase()));
   const pattern = forms.length === 0 ? undefined : new RegExp(`(?<![\\p{L}\\p{N}])(?:${forms.map(escapeRegExp).join('|')})(?![\\p{L}\\p{N}])`, 'iu');
-  const holds = (text: string) => pattern?.test(text) === true || (hashes.size > 0 && hashesIn(text).some((hash) => hashes.has(hash)));
-  return (text) => holds(text) || holds(decoded(text)) || holds(decoded(text.replaceAll('+', ' ')));
+  // Hashes are of the e-mail or number as written, accents and all.
+  const holds = (text: string) => pattern?.test(folded(text)) === true || (hashes.size > 0 && hashesIn(text).some((hash) => hashes.has(hash)));
+  return (text) => [text, decoded(text), decoded(text.replaceAll('+', ' '))].some(holds);
 }
 
 export type HoldsIdentifier = ReturnType<typeof identifierFinder>;
