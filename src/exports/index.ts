@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
 import type { Database } from '../db/index.js';
+import { startStatisticsKeeper } from '../db/statistics.js';
 import { createExportJobs } from './jobs.js';
 import { startKeptTotalsKeeper } from './keeper.js';
 import { createExportProducer } from './produce.js';
@@ -15,11 +16,14 @@ const MAX_ATTEMPTS = 3;
 const RETENTION_INTERVAL_MS = 60_000;
 /** How often kept daily totals made stale by writes are computed again, and those kept ahead looked at (keeper.ts). */
 const KEEPER_INTERVAL_MS = 30_000;
+/** How often the tables' statistics are looked at: before the keeper's first pass, which plans on them. */
+const STATISTICS_INTERVAL_MS = 15_000;
 
 /**
  * The export worker of a process, as the configuration says, and the background work that the
- * processes that run exports take on: deleting expired export files, and computing the kept daily
- * totals that writes made stale and those kept ahead for the dashboard.
+ * processes that run exports take on: deleting expired export files, computing the kept daily
+ * totals that writes made stale and those kept ahead for the dashboard, and keeping the tables'
+ * statistics.
  */
 export function startExports(config: Config, db: Database, logger?: Logger): ExportWorker {
   const jobs = createExportJobs(db, { linkTtlSeconds: config.exportLinkTtlSeconds });
@@ -44,10 +48,11 @@ export function startExports(config: Config, db: Database, logger?: Logger): Exp
     logger: exportsLogger,
   });
   const keeper = config.keepAheadDays > 0 ? startKeptTotalsKeeper({ db, intervalMs: KEEPER_INTERVAL_MS, keepersDays: config.keepAheadDays, logger: exportsLogger }) : undefined;
+  const statistics = startStatisticsKeeper({ db, intervalMs: STATISTICS_INTERVAL_MS, logger });
   return {
     ready: worker.ready,
     stop: async () => {
-      await Promise.all([worker.stop(), retention.stop(), keeper?.stop()]);
+      await Promise.all([worker.stop(), retention.stop(), keeper?.stop(), statistics.stop()]);
     },
   };
 }
