@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { EVERY_INSTANT, noteAttributionChangeSql } from '../attribution/changes.js';
 import type { Tenant } from '../auth/tenant.js';
 import type { Database, Queryable } from '../db/index.js';
+import { AD_FIELDS, UTM_FIELDS } from '../touchpoints/derive.js';
 import { PERSONAL_ORDER_FIELDS, emailForms, identifierFinder, redactedText, redactedUrl, type HoldsIdentifier } from './redaction.js';
 
 export interface ErasureRequest {
@@ -29,8 +30,8 @@ const TENANT = (alias: string) => `${alias}.client_id = $1 AND ${alias}.environm
 const ORDER_FIELDS_KEPT = ['order_id', 'customer_id', 'time_of_purchase', 'currency'];
 
 const TOUCHPOINT_URLS = ['landing_url', 'referrer'] as const;
-/** A touchpoint's texts other than URLs: UTMs as sent, and what was derived from them. */
-const TOUCHPOINT_TEXTS = ['utm_source', 'utm_medium', 'utm_campaign', 'utm_term', 'utm_content', 'platform_account_id', 'campaign_id', 'adset_id', 'ad_id'] as const;
+/** A touchpoint's texts other than URLs: UTMs as sent, and the ad object derived from them (its platform a name of ours). */
+const TOUCHPOINT_TEXTS = [...UTM_FIELDS, ...AD_FIELDS.filter((field) => field !== 'platform_name')];
 
 type TouchpointTexts = { touchpoint_id: string; click_ids: Record<string, string> } & Record<(typeof TOUCHPOINT_URLS)[number], string | null> &
   Record<(typeof TOUCHPOINT_TEXTS)[number], string | null>;
@@ -102,8 +103,9 @@ export function createCustomerErasure(db: Database) {
         const redacted = await redactTouchpoints(tx, tenantParams, erasedAt, identifiers, renamedVisitors.customersOf);
         const touchpointIds = new Set([...throughLinks, ...ownIds, ...renamedVisitors.touchpoints, ...redacted].map((row) => row.touchpoint_id));
 
-        const orderIds = await redactOrders(tx, scope, renamedCustomers, erasedAt, identifiers);
-        await dropIdentifyingAliases(tx, tenantParams, orderIds, identifiers);
+        const customerOfOrder = await redactOrders(tx, scope, renamedCustomers, erasedAt, identifiers);
+        const orderIds = [...customerOfOrder.keys()];
+        await dropIdentifyingAliases(tx, tenantParams, customerOfOrder, identifiers);
         // Kept paths hold the touchpoints' ids as they were (ad_id among them): they go, and their
         // days are computed again (every kept day is made stale below).
         await tx.query(`DELETE FROM attribution_paths k WHERE ${TENANT('k')} AND k.order_id = ANY ($3::text[])`, [...tenantParams, orderIds]);
@@ -244,7 +246,7 @@ async function redactTouchpoints(tx: Queryable, tenantParams: unknown[], erasedA
  * Every order of the erased customers through the erasure: the personal fields go, the customer's
  * id is its new one, and each top-level text (codes, tags) that holds an identifier becomes
  * ERASED_TEXT (a list keeps one of each). Products and refunds say what was sold, not to whom:
- * they are kept. `scope`: the tenant and the customers. Answers the orders' ids.
+ * they are kept. `scope`: the tenant and the customers. Answers each order's customer (new id).
  */
 async function redactOrders(
   tx: Queryable,
@@ -252,7 +254,7 @@ async function redactOrders(
   renamedCustomers: { customer_id: string; pseudonym: string }[],
   erasedAt: Date,
   identifiers: IdentifiersByCustomer,
-): Promise<string[]> {
+): Promise<Map<string, string>> {
   const stored = await tx.query<{ order_id: string; pseudonym: string; texts: Record<string, unknown> | null }>(
     `SELECT o.order_id, r.pseudonym,
             (SELECT jsonb_object_agg(f.key, f.value) FROM jsonb_each(o.body) f
@@ -264,33 +266,35 @@ async function redactOrders(
   const edits = stored.map(({ order_id, pseudonym, texts }) => {
     const holdsIdentifier = identifiers.get(pseudonym)!;
     const redacted = Object.entries(texts ?? {}).flatMap(([field, value]): [string, unknown][] => {
-      if (typeof value === 'string') return holdsIdentifier(value) ? [[field, redactedText(value, holdsIdentifier)]] : [];
-      const strings = value as unknown[];
-      if (!strings.every((item) => typeof item === 'string') || !strings.some((item) => holdsIdentifier(item))) return [];
-      return [[field, [...new Set(strings.map((item) => redactedText(item, holdsIdentifier)))]]];
+      if (typeof value === 'string') {
+        const text = redactedText(value, holdsIdentifier);
+        return text === value ? [] : [[field, text]];
+      }
+      const items = value as unknown[];
+      if (!items.every((item) => typeof item === 'string')) return [];
+      const redactedItems = items.map((item) => redactedText(item, holdsIdentifier));
+      return redactedItems.every((text, n) => text === items[n]) ? [] : [[field, [...new Set(redactedItems)]]];
     });
     return { order_id, edits: { customer_id: pseudonym, ...Object.fromEntries(redacted) } };
   });
-  if (edits.length === 0) return [];
+  if (edits.length === 0) return new Map();
   await tx.query(
     `UPDATE orders o SET body = (o.body - $6::text[]) || r.edits, updated_at = greatest(o.updated_at, $4::timestamptz)
        FROM json_to_recordset($5::json) AS r(order_id text, edits jsonb)
       WHERE ${TENANT('o')} AND o.order_id = r.order_id AND o.customer_id = ANY ($3::text[])`,
     [...scope, erasedAt.toISOString(), JSON.stringify(edits), PERSONAL_ORDER_FIELDS],
   );
-  return edits.map((edit) => edit.order_id);
+  return new Map(edits.map(({ order_id, edits: { customer_id } }) => [order_id, customer_id]));
 }
 
-/** Aliases of the orders (their customers' new ids given) that hold an identifier are deleted: they would find the order by it. */
-async function dropIdentifyingAliases(tx: Queryable, tenantParams: unknown[], orderIds: string[], identifiers: IdentifiersByCustomer): Promise<void> {
-  const aliases = await tx.query<{ alias_type: string; alias_id: string; customer_id: string }>(
-    `SELECT a.alias_type, a.alias_id, o.customer_id FROM order_aliases a
-       JOIN orders o ON ${TENANT('o')} AND o.order_id = a.order_id
-      WHERE ${TENANT('a')} AND a.order_id = ANY ($3::text[])`,
-    [...tenantParams, orderIds],
+/** Aliases of the orders (`customerOfOrder`: each order's customer, new id) that hold an identifier are deleted: they would find the order by it. */
+async function dropIdentifyingAliases(tx: Queryable, tenantParams: unknown[], customerOfOrder: Map<string, string>, identifiers: IdentifiersByCustomer): Promise<void> {
+  const aliases = await tx.query<{ alias_type: string; alias_id: string; order_id: string }>(
+    `SELECT alias_type, alias_id, order_id FROM order_aliases a WHERE ${TENANT('a')} AND a.order_id = ANY ($3::text[])`,
+    [...tenantParams, [...customerOfOrder.keys()]],
   );
   const identifying = aliases
-    .filter((alias) => identifiers.get(alias.customer_id)?.(alias.alias_id))
+    .filter((alias) => identifiers.get(customerOfOrder.get(alias.order_id)!)?.(alias.alias_id))
     .map(({ alias_type, alias_id }) => ({ alias_type, alias_id }));
   if (identifying.length === 0) return;
   await tx.query(

@@ -15,11 +15,11 @@ export const PERSONAL_ORDER_FIELDS = [
 const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
 
 /** What a text holding an erased identifier becomes (in a URL, percent-encoded). */
-export const ERASED_TEXT = '[erased]';
+const ERASED_TEXT = '[erased]';
 const ERASED_IN_URL = encodeURIComponent(ERASED_TEXT);
 
 /** Identifiers shorter than this are not looked for in texts: they would be found by chance ("42" in every number). */
-export const MIN_IDENTIFIER_LENGTH = 4;
+const MIN_IDENTIFIER_LENGTH = 4;
 
 /** Query parameters a touchpoint's URLs keep through an erasure: what attribution reads (lower case, as it reads them). */
 const KEPT_PARAMETERS = new Set([...UTM_FIELDS, ...CLICK_ID_FIELDS].map((name) => name.toLowerCase()));
