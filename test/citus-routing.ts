@@ -76,8 +76,8 @@ export function recordingStatements(db: Database, { url, citus }: { url: string;
   const wrapped: Database = {
     ...db,
     ...recorded(db),
-    transaction: (work) => db.transaction((tx) => work(recorded(tx))),
-    readingTogether: (count, work) => db.readingTogether(count, (txs) => work(txs.map(recorded))),
+    transaction: (work, options) => db.transaction((tx) => work(recorded(tx)), options),
+    readingTogether: (count, work, options) => db.readingTogether(count, (txs) => work(txs.map(recorded)), options),
     eachBatch: (sql, params, batchSize, onBatch) => (record(sql, params), db.eachBatch(sql, params, batchSize, onBatch)),
   };
   return {

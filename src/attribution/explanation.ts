@@ -17,10 +17,11 @@ export function createAttributionExplainer(db: Database, share: TenantShare) {
      * billion written as a decimal of 9 places) and its share of the purchase total: the same
      * statement as an export's (paths.ts and creditsSql), for one order. JSON text written by the
      * database, so that amounts keep their exact decimals; undefined when the client has no such
-     * order. Within the tenant's share of the database.
+     * order. Within the tenant's share of the database; given up, its statement cancelled, when
+     * `signal` aborts.
      */
-    async explain(tenant: Tenant, orderId: string, model: ModelId, window: AttributionWindow): Promise<string | undefined> {
-      const [row] = await share.run(tenant, () => db.query<{ explanation: string }>(
+    async explain(tenant: Tenant, orderId: string, model: ModelId, window: AttributionWindow, signal?: AbortSignal): Promise<string | undefined> {
+      const [row] = await share.run(tenant, () => db.transaction((tx) => tx.query<{ explanation: string }>(
         `WITH ${pathsSql({ clientId: '$1::uuid', environment: '$2::environment', orders: { orderId: '$3::text' }, windows: [window] })}
          SELECT json_build_object(
                   'order_id', p.order_id, 'customer_id', p.customer_id, 'time_of_purchase', utc_iso(p.time_of_purchase),
@@ -39,7 +40,7 @@ export function createAttributionExplainer(db: Database, share: TenantShare) {
               FROM (${creditsSql('candidates', [model])}) AS credited
           ) AS c`,
         [tenant.clientId, tenant.environment, orderId, model],
-      ));
+      ), { signal }));
       return row?.explanation;
     },
   };

@@ -1,6 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { ApiError } from '../http/errors.js';
+import { abandonedSignal } from '../http/abandoned.js';
 import { ErrorEnvelope, Identifier } from '../http/schemas.js';
 import { DEFAULT_MODEL, DEFAULT_WINDOW, MODEL_IDS, UNLIMITED, WINDOW_NAMES, windowNamed, type ModelId } from './models.js';
 
@@ -65,7 +66,7 @@ export const attributionRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request, reply) => {
       const { model = DEFAULT_MODEL, window = String(DEFAULT_WINDOW) } = request.query;
-      const explanation = await request.store.explainer.explain(request.tenant, request.params.order_id, model as ModelId, windowNamed(window));
+      const explanation = await request.store.explainer.explain(request.tenant, request.params.order_id, model as ModelId, windowNamed(window), abandonedSignal(reply));
       if (explanation === undefined) throw new ApiError(404, 'No order with this id');
       return reply.type('application/json').send(explanation as never);
     },

@@ -17,7 +17,7 @@ export interface Queryable {
 export interface Database extends Queryable {
   readonly kind: 'postgres' | 'pglite';
   /** Runs `work` in one transaction, committed when it resolves and rolled back when it throws. */
-  transaction<T>(work: (tx: Queryable) => Promise<T>): Promise<T>;
+  transaction<T>(work: (tx: Queryable) => Promise<T>, options?: TransactionOptions): Promise<T>;
   /**
    * Reads the rows of `sql` through a cursor, `batchSize` rows at a time, each batch handed to
    * `onBatch` and awaited before the next is fetched: memory holds one batch however many rows
@@ -30,7 +30,7 @@ export interface Database extends Queryable {
    * of the database's cores) and read the same state. PGlite has one connection: one transaction.
    * Committed when `work` resolves, rolled back when it throws; never run again.
    */
-  readingTogether<T>(count: number, work: (txs: Queryable[]) => Promise<T>): Promise<T>;
+  readingTogether<T>(count: number, work: (txs: Queryable[]) => Promise<T>, options?: TransactionOptions): Promise<T>;
   /**
    * Calls `onNotification` at every `NOTIFY <channel>` committed by any connection to the
    * database (`channel` is a lowercase identifier of the code, never input). On PostgreSQL it
@@ -40,6 +40,25 @@ export interface Database extends Queryable {
    */
   listen(channel: string, onNotification: () => void): Promise<Listening>;
   close(): Promise<void>;
+}
+
+export interface TransactionOptions {
+  /**
+   * Gives the transaction up when it aborts (the request it serves was abandoned, its export
+   * attempt stopped): a statement running then is cancelled in the database (PostgreSQL; PGlite
+   * cannot stop a statement it has begun, and lets it finish), no statement is sent after it, and
+   * the transaction is rolled back with the abort's reason.
+   */
+  signal?: AbortSignal;
+}
+
+/** `q`, whose statements are refused once `signal` has aborted. */
+export function stoppingOn(q: Queryable, signal: AbortSignal | undefined): Queryable {
+  if (!signal) return q;
+  return {
+    query: <R,>(text: string, params?: readonly unknown[]) => (signal.aborted ? Promise.reject(signal.reason as Error) : q.query<R>(text, params)),
+    exec: (script) => (signal.aborted ? Promise.reject(signal.reason as Error) : q.exec(script)),
+  };
 }
 
 export interface Listening {

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { Worker } from 'node:worker_threads';
-import { readThroughCursor, type Database, type Queryable } from './database.js';
+import { readThroughCursor, stoppingOn, type Database, type Queryable, type TransactionOptions } from './database.js';
 
 /** What the main thread asks the store's thread (src/db/pglite-thread.ts), each request with an id its answer has. */
 type Ask =
@@ -94,11 +94,12 @@ export async function openPglite(dataDir: string | undefined): Promise<Database>
     query: <R,>(sql: string, params?: readonly unknown[]) => ask<R[]>({ op: 'query', sql, params, tx }),
     exec: (script) => ask<void>({ op: 'exec', script, tx }),
   });
-  async function transaction<T>(work: (tx: Queryable) => Promise<T>): Promise<T> {
+  async function transaction<T>(work: (tx: Queryable) => Promise<T>, { signal }: TransactionOptions = {}): Promise<T> {
+    signal?.throwIfAborted();
     const tx = await ask<number>({ op: 'begin' });
     let result: T;
     try {
-      result = await work(queryable(tx));
+      result = await work(stoppingOn(queryable(tx), signal));
     } catch (error) {
       await ask({ op: 'rollback', tx }).catch(() => {});
       throw error;
@@ -115,7 +116,7 @@ export async function openPglite(dataDir: string | undefined): Promise<Database>
     // statement once (the result kept by PostgreSQL, on disk past work_mem) and each FETCH is a
     // statement of its own, so other requests' statements run between batches.
     eachBatch: (sql, params, batchSize, onBatch) => readThroughCursor(queryable(), { sql, params, batchSize, hold: true }, onBatch),
-    readingTogether: (_count, work) => transaction((tx) => work([tx])),
+    readingTogether: (_count, work, options) => transaction((tx) => work([tx]), options),
     async listen(channel, onNotification) {
       const channelListeners = listeners.get(channel) ?? new Set();
       listeners.set(channel, channelListeners);

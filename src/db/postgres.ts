@@ -1,5 +1,5 @@
 import pg from 'pg';
-import { readThroughCursor, withRetry, type Database, type Listening, type Queryable } from './database.js';
+import { readThroughCursor, stoppingOn, withRetry, type Database, type Listening, type Queryable, type TransactionOptions } from './database.js';
 
 export interface PostgresOptions {
   connectionString: string;
@@ -10,6 +10,14 @@ export interface PostgresOptions {
 
 /** How much longer than the statement's limit the driver waits for an answer before it counts the database as unreachable. */
 const UNREACHABLE_AFTER_LIMIT_MS = 5_000;
+
+/**
+ * How often the database checks, while a statement runs, that the connection it came from is
+ * still open (client_connection_check_interval, PostgreSQL 14 and later): a process that stopped
+ * without cancelling its statements (killed, or past its shutdown grace) leaves none running
+ * longer than this.
+ */
+const CONNECTION_CHECK_MS = 1_000;
 
 export function openPostgres({ connectionString, poolSize, queryTimeoutMs }: PostgresOptions): Database {
   // The database stops a statement past the limit itself (statement_timeout, set as each
@@ -24,6 +32,7 @@ export function openPostgres({ connectionString, poolSize, queryTimeoutMs }: Pos
     connectionTimeoutMillis: 5_000,
     statement_timeout: queryTimeoutMs,
     query_timeout: queryTimeoutMs && queryTimeoutMs + UNREACHABLE_AFTER_LIMIT_MS,
+    options: `-c client_connection_check_interval=${CONNECTION_CHECK_MS}`,
     keepAlive: true,
   });
   // An idle client losing its connection (server restart) must not crash the process; the pool
@@ -31,32 +40,61 @@ export function openPostgres({ connectionString, poolSize, queryTimeoutMs }: Pos
   pool.on('error', () => {});
 
   const direct = queryable(pool);
-  async function inTransaction<T>(work: (tx: Queryable) => Promise<T>, begin = 'BEGIN'): Promise<T> {
+  async function inTransaction<T>(work: (tx: Queryable) => Promise<T>, begin = 'BEGIN', { signal }: TransactionOptions = {}): Promise<T> {
+    signal?.throwIfAborted();
     const client = await pool.connect();
     // A connection lost mid-transaction makes the pending query fail; without a listener the
     // client's 'error' event would also crash the process.
     const ignore = () => {};
     client.on('error', ignore);
     let broken: Error | undefined;
+    // A cancel still on its way would stop the statement after it (the commit or rollback, or the
+    // next one of whoever takes the connection): it is awaited before any.
+    let cancelling: Promise<void> | undefined;
+    const cancel = () => (cancelling = cancelStatementOf(client));
+    signal?.addEventListener('abort', cancel, { once: true });
     try {
       await client.query(begin);
-      const result = await work(queryable(client));
+      const result = await work(stoppingOn(queryable(client), signal));
+      signal?.removeEventListener('abort', cancel);
+      await cancelling;
       await client.query('COMMIT');
       return result;
     } catch (error) {
+      await cancelling;
       await client.query('ROLLBACK').catch((rollbackError: Error) => {
         broken = rollbackError;
       });
-      throw error;
+      throw signal?.aborted ? signal.reason : error;
     } finally {
+      signal?.removeEventListener('abort', cancel);
       client.off('error', ignore);
       client.release(broken); // a client that could not roll back is discarded, not reused
     }
   }
 
+  /**
+   * Asks the database to stop the statement running on `client`'s connection, from a connection
+   * of its own (the pool's may all be taken); one already finished is left alone, as PostgreSQL
+   * ignores a cancel that reaches an idle connection.
+   */
+  async function cancelStatementOf(client: pg.PoolClient): Promise<void> {
+    const { processID } = client as unknown as { processID: number };
+    const canceller = new pg.Client({ connectionString, connectionTimeoutMillis: 5_000 });
+    canceller.on('error', () => {});
+    try {
+      await canceller.connect();
+      await canceller.query('SELECT pg_cancel_backend($1)', [processID]);
+    } catch {
+      // Unreachable: the statement ends at its time limit, or when the database notices the connection is gone.
+    } finally {
+      await canceller.end().catch(() => {});
+    }
+  }
+
   // The first transaction exports its snapshot, and each of the others, on a connection of its
   // own taken while the earlier ones are held, takes it before its first statement.
-  function readingTogether<T>(count: number, work: (txs: Queryable[]) => Promise<T>): Promise<T> {
+  function readingTogether<T>(count: number, work: (txs: Queryable[]) => Promise<T>, options: TransactionOptions = {}): Promise<T> {
     return inTransaction(async (first) => {
       if (count < 2) return work([first]);
       const [{ snapshot } = { snapshot: '' }] = await first.query<{ snapshot: string }>('SELECT pg_export_snapshot() AS snapshot');
@@ -68,9 +106,9 @@ export function openPostgres({ connectionString, poolSize, queryTimeoutMs }: Pos
           : inTransaction(async (tx) => {
               await tx.query(`SET TRANSACTION SNAPSHOT '${snapshot}'`);
               return joined([...txs, tx]);
-            }, READ_TOGETHER);
+            }, READ_TOGETHER, options);
       return joined([first]);
-    }, READ_TOGETHER);
+    }, READ_TOGETHER, options);
   }
 
   return {
@@ -78,7 +116,7 @@ export function openPostgres({ connectionString, poolSize, queryTimeoutMs }: Pos
     // One statement is atomic, so one that lost a race can simply run again.
     query: (text, params) => withRetry(() => direct.query(text, params)),
     exec: direct.exec,
-    transaction: (work) => withRetry(() => inTransaction(work)),
+    transaction: (work, options) => withRetry(() => inTransaction(work, 'BEGIN', options)),
     // The cursor lives in a transaction on one connection of the pool; other connections go on.
     eachBatch: (sql, params, batchSize, onBatch) =>
       inTransaction((tx) => readThroughCursor(tx, { sql, params, batchSize, hold: false }, onBatch)),

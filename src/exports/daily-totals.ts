@@ -72,12 +72,12 @@ async function lockKeptTotals(tx: Queryable, { clientId, environment }: Tenant, 
  * by the bound of its own totals (its lookback). A stale day is missing to reports; the keeper
  * computes the stale cash days among its days again (refreshKeptTotals), whoever took the change.
  * Their rows are replaced when the day is computed again. `settle` runs first in the transaction
- * (a report's lock time limit).
+ * (a report's lock time limit); `signal` gives it up.
  */
 export function markChangedDaysStale(
   db: Database,
   { tenant, timeZone }: Pick<KeptTotalsAsked, 'tenant' | 'timeZone'>,
-  settle: (tx: Queryable) => Promise<void> = async () => {},
+  { settle = async () => {}, signal }: { settle?: (tx: Queryable) => Promise<void>; signal?: AbortSignal } = {},
 ): Promise<void> {
   return db.transaction(async (tx) => {
     await settle(tx);
@@ -114,7 +114,7 @@ export function markChangedDaysStale(
       ...tenantParams,
       slots.map((slot) => slot.slot),
     ]);
-  });
+  }, { signal });
 }
 
 /** What the keys taken may have changed: resolveChangedKeys. */

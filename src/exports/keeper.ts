@@ -64,13 +64,13 @@ const keepersPeriod = (timeZone: string, { days, now }: KeepersDays) => {
  */
 async function keepInPieces(db: Database, asked: KeptTotalsAsked, today: string, signal?: AbortSignal): Promise<void> {
   for (let to = asked.period.to; to > asked.period.from; ) {
-    // A stopping process leaves the rest to the next keeper or report.
+    // A stopping process leaves the rest to the next keeper or report (and cancels the statement it was running).
     if (signal?.aborted) return;
     const pieceFrom = addDays(to, -PIECE_DAYS);
     const from = pieceFrom > asked.period.from ? pieceFrom : asked.period.from;
     const piece: KeptTotalsAsked = { ...asked, period: { kind: 'days', from, to } };
-    if (from < today) await inRowsTransaction(db, (tx) => keepMissingPaths(tx, { ...piece, period: { kind: 'days', from, to: to < today ? to : today } }));
-    await inRowsTransaction(db, (tx) => keepMissingDays(tx, piece));
+    if (from < today) await inRowsTransaction(db, (tx) => keepMissingPaths(tx, { ...piece, period: { kind: 'days', from, to: to < today ? to : today } }), signal);
+    await inRowsTransaction(db, (tx) => keepMissingDays(tx, piece), signal);
     to = from;
   }
 }
@@ -90,7 +90,7 @@ async function keepInPieces(db: Database, asked: KeptTotalsAsked, today: string,
  */
 export async function refreshKeptTotals(db: Database, tenant: Tenant, timeZone: string, keepers: KeepersDays, signal?: AbortSignal): Promise<void> {
   const { from: since, to: today } = keepersPeriod(timeZone, keepers);
-  await markChangedDaysStale(db, { tenant, timeZone });
+  await markChangedDaysStale(db, { tenant, timeZone }, { signal });
   const kept = await db.query<{ from: string; to: string; totals: string[] }>(
     `SELECT "from", "to", array_agg(totals ORDER BY totals) AS totals
        FROM (SELECT totals, to_char(min(day), 'YYYY-MM-DD') AS "from", to_char(max(day) + 1, 'YYYY-MM-DD') AS "to"
@@ -183,11 +183,12 @@ export function startKeptTotalsKeeper({
    * Runs `work` unless the same work failed lately; a failure is logged, and that work left alone
    * for a while (a client's refreshes after writes go on when its heavier keeping ahead fails).
    */
-  const attempt = async (kind: 'refresh' | 'ahead', tenant: Tenant, work: () => Promise<void>) => {
+  const attempt = async (kind: 'refresh' | 'ahead', tenant: Tenant, work: () => Promise<void>, signal: AbortSignal) => {
     const key = `${kind}:${tenant.clientId}:${tenant.environment}`;
     if ((failedUntil.get(key) ?? 0) > Date.now()) return;
     failedUntil.delete(key);
     await work().catch((error: unknown) => {
+      if (signal.aborted) return; // stopped, with its statement: the next keeper goes on
       failedUntil.set(key, Date.now() + RETRY_AFTER_MS);
       logger?.error({ err: error, client_id: tenant.clientId, environment: tenant.environment, work: kind }, 'kept totals could not be computed');
     });
@@ -200,7 +201,7 @@ export function startKeptTotalsKeeper({
         for (const { client_id, environment, time_zone } of stale) {
           if (signal.aborted) return;
           const tenant: Tenant = { clientId: client_id, environment, dryRun: false };
-          await attempt('refresh', tenant, () => refreshKeptTotals(db, tenant, time_zone, { days, now: clock() }, signal));
+          await attempt('refresh', tenant, () => refreshKeptTotals(db, tenant, time_zone, { days, now: clock() }, signal), signal);
         }
       };
       await refreshStale();
@@ -210,7 +211,7 @@ export function startKeptTotalsKeeper({
       for (const { client_id, time_zone } of due) {
         if (signal.aborted) return;
         const tenant: Tenant = { clientId: client_id, environment: 'production', dryRun: false };
-        await attempt('ahead', tenant, () => keepAhead(db, tenant, time_zone, { days, now: clock() }, signal));
+        await attempt('ahead', tenant, () => keepAhead(db, tenant, time_zone, { days, now: clock() }, signal), signal);
         await refreshStale();
       }
     },

@@ -68,7 +68,7 @@ export function createExportProducer({ db, exportsDir, rowsPerFile, connections 
       'currency',
     );
     const { files, distinct: currencies } = await writeCsv(
-      (onBatch) => readSlicedRows(db, tenant, plan, { connections, batchSize: BATCH, select }, onBatch),
+      (onBatch) => readSlicedRows(db, tenant, plan, { connections, batchSize: BATCH, select, signal }, onBatch),
       { dir, baseName: plan.fileBaseName, header: columns.map((column) => column.header), rowsPerFile },
       signal,
     );

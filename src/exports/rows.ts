@@ -436,12 +436,18 @@ export const ROWS_TRANSACTION_SETTINGS = [
   'SET LOCAL enable_mergejoin = off',
 ];
 
-/** Runs `work` in a transaction with ROWS_TRANSACTION_SETTINGS: where a plan's rows are read (exports, reports). */
-export function inRowsTransaction<T>(db: Database, work: (tx: Queryable) => Promise<T>): Promise<T> {
-  return db.transaction(async (tx) => {
-    for (const setting of ROWS_TRANSACTION_SETTINGS) await tx.query(setting);
-    return work(tx);
-  });
+/**
+ * Runs `work` in a transaction with ROWS_TRANSACTION_SETTINGS: where a plan's rows are read
+ * (exports, reports), given up when `signal` aborts.
+ */
+export function inRowsTransaction<T>(db: Database, work: (tx: Queryable) => Promise<T>, signal?: AbortSignal): Promise<T> {
+  return db.transaction(
+    async (tx) => {
+      for (const setting of ROWS_TRANSACTION_SETTINGS) await tx.query(setting);
+      return work(tx);
+    },
+    { signal },
+  );
 }
 
 /** A column of an export's output: the statement's column it is read from, and its header. */

@@ -101,11 +101,20 @@ export interface SlicedRowsOptions {
 
 /**
  * Reads what `select` says of an export plan's rows, in its statement's order, a batch at a time,
- * from slices computed side by side, in one snapshot.
+ * from slices computed side by side, in one snapshot; given up, its statements cancelled, when
+ * `signal` aborts.
  */
-export async function readSlicedRows(db: Database, tenant: Tenant, plan: ExportPlan, options: SlicedRowsOptions, onBatch: (rows: Row[]) => Promise<void>) {
-  await db.readingTogether(slicesOf(plan, options.connections).length, (txs) =>
-    readSlices(txs, tenant, plan, slicesOf(plan, txs.length), options, onBatch),
+export async function readSlicedRows(
+  db: Database,
+  tenant: Tenant,
+  plan: ExportPlan,
+  options: SlicedRowsOptions & { signal?: AbortSignal },
+  onBatch: (rows: Row[]) => Promise<void>,
+) {
+  await db.readingTogether(
+    slicesOf(plan, options.connections).length,
+    (txs) => readSlices(txs, tenant, plan, slicesOf(plan, txs.length), options, onBatch),
+    { signal: options.signal },
   );
 }
 

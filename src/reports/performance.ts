@@ -175,6 +175,7 @@ export async function runReport(
   { clients, reports }: Pick<Store, 'clients' | 'reports'>,
   tenant: Tenant,
   { request, granularity }: ReportRequest,
+  signal?: AbortSignal,
 ): Promise<{ json: Buffer } | { problems: ErrorItem[] }> {
   const planned = planExport(request, await clients.timeZone(tenant.clientId), new Date());
   if ('problems' in planned) return { problems: planned.problems.map((problem) => ({ ...problem, loc: 'query' })) };
@@ -183,7 +184,7 @@ export async function runReport(
   const { sql, params, columns, computed } = planRowsSql(tenant, { ...plan, fromKeptTotals: keptTotals !== undefined }, [...SUMMED]);
   const fresh = () => ({ ending: { totals: totalsOfNoRows(plan), currency: null as string | null }, batches: [Buffer.from('{"rows":[')] as Buffer[] });
   let { ending, batches } = fresh();
-  await reports.eachBatch(tenant, { sql: reportSql(plan, sql, columns, computed), params, keptTotals }, () => {
+  await reports.eachBatch(tenant, { sql: reportSql(plan, sql, columns, computed), params, keptTotals, signal }, () => {
     ({ ending, batches } = fresh());
     return async (rows) => {
       const texts: string[] = [];

@@ -20,15 +20,16 @@ export function createReportRepository(db: Database, { lockWaitMs, share }: { lo
      * other work that holds them (the keeper computing days, another report: a lock time limit,
      * which the API answers 503). A transaction that fails for a deadlock or a serialization
      * failure is run again from the start: `startReading` is called at the start of each run,
-     * and gives the handler of that run's batches. Within the tenant's share of the database.
+     * and gives the handler of that run's batches. Within the tenant's share of the database;
+     * given up, its statement cancelled, when `signal` aborts.
      */
     eachBatch(
       tenant: Tenant,
-      { sql, params, keptTotals }: { sql: string; params: readonly unknown[]; keptTotals?: KeptTotalsAsked },
+      { sql, params, keptTotals, signal }: { sql: string; params: readonly unknown[]; keptTotals?: KeptTotalsAsked; signal?: AbortSignal },
       startReading: () => (rows: Record<string, unknown>[]) => Promise<void>,
     ): Promise<void> {
       return share.run(tenant, async () => {
-        if (keptTotals) await markChangedDaysStale(db, keptTotals, waitingAtMost);
+        if (keptTotals) await markChangedDaysStale(db, keptTotals, { settle: waitingAtMost, signal });
         await inRowsTransaction(db, async (tx) => {
           const onBatch = startReading();
           if (keptTotals) {
@@ -36,7 +37,7 @@ export function createReportRepository(db: Database, { lockWaitMs, share }: { lo
             await keepMissingDays(tx, keptTotals);
           }
           await readThroughCursor(tx, { sql, params, batchSize: BATCH, hold: false }, onBatch);
-        });
+        }, signal);
       });
     },
   };

@@ -1,6 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { DEFAULT_MODEL, DEFAULT_WINDOW, MODEL_ALIASES, MODEL_IDS, WINDOW_NAMES } from '../attribution/models.js';
+import { abandonedSignal } from '../http/abandoned.js';
 import { invalidRequest } from '../http/errors.js';
 import { ErrorEnvelope } from '../http/schemas.js';
 import { MAX_REPORT_DAYS, reportRequest, runReport, type ReportQuery } from './performance.js';
@@ -69,7 +70,7 @@ export const reportRoutes: FastifyPluginAsyncTypebox = async (app) => {
       const query = request.query as ReportQuery;
       const asked = reportRequest(query);
       if ('problems' in asked) throw invalidRequest(asked.problems, 422);
-      const answered = await runReport(request.store, request.tenant, asked);
+      const answered = await runReport(request.store, request.tenant, asked, abandonedSignal(reply));
       if ('problems' in answered) throw invalidRequest(answered.problems, 422);
       return reply.type('application/json; charset=utf-8').send(answered.json as never);
     },
