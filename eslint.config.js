@@ -12,6 +12,18 @@ export default tseslint.config(
     },
   },
   {
+    // The attribution engine is called through its interface (src/attribution/index.ts); its
+    // routes are the domain's HTTP surface, mounted by the app like every domain's.
+    files: ['src/**/*.ts'],
+    ignores: ['src/attribution/**'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        { patterns: [{ regex: '/attribution/(?!index\\.js$|routes\\.js$)', message: "Import the attribution engine from '../attribution/index.js'." }] },
+      ],
+    },
+  },
+  {
     // The pixel runs as is in shoppers' browsers: a classic script of ES2017, no build step.
     files: ['src/pixel/pixel.js'],
     languageOptions: { parser: espree, ecmaVersion: 2017, sourceType: 'script', globals: { window: 'readonly', URL: 'readonly' } },

@@ -3,9 +3,9 @@ import fc from 'fast-check';
 import { after, test } from 'node:test';
 import { LATE_TOUCHPOINTS_KEYED } from '../src/attribution/changes.js';
 import type { Tenant } from '../src/auth/tenant.js';
-import { keepMissingPaths, markChangedDaysStale } from '../src/exports/daily-totals.js';
-import { addDays } from '../src/exports/period.js';
-import { inRowsTransaction } from '../src/exports/rows.js';
+import { keepMissingPaths, markChangedDaysStale } from '../src/attribution/daily-totals.js';
+import { addDays } from '../src/calendar.js';
+import { inRowsTransaction } from '../src/attribution/rows.js';
 import { ADMIN_TOKEN, minimalOrder, startService, type TestClient } from './helpers.js';
 
 /*

@@ -1,12 +1,12 @@
 import assert from 'node:assert/strict';
 import { after, describe, test } from 'node:test';
 import fc from 'fast-check';
+import { DAY_MS } from '../src/calendar.js';
 import { creditsSql } from '../src/attribution/credits-sql.js';
 import {
   attribute,
   creditText,
   CREDIT_PARTS,
-  DAY_MS,
   MODEL_IDS,
   UNATTRIBUTED,
   UNLIMITED,

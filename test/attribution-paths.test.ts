@@ -4,8 +4,8 @@ import fc from 'fast-check';
 import { creditsSql } from '../src/attribution/credits-sql.js';
 import { UNLIMITED, type AttributionWindow, type ModelId } from '../src/attribution/models.js';
 import { pathsSql, type PathsSpec } from '../src/attribution/paths.js';
-import { KEPT_PATHS } from '../src/exports/attributed-rows.js';
-import { keepMissingPaths } from '../src/exports/daily-totals.js';
+import { KEPT_PATHS } from '../src/attribution/attributed-rows.js';
+import { keepMissingPaths } from '../src/attribution/daily-totals.js';
 import { minimalOrder, postOrders, startService, type TestApp, type TestClient } from './helpers.js';
 
 /*

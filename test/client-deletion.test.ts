@@ -5,7 +5,7 @@ import { after, test } from 'node:test';
 import { createClientDeletion } from '../src/clients/deletion.js';
 import { ClientGoneError, isClientGone } from '../src/db/errors.js';
 import type { Database } from '../src/db/index.js';
-import { keepMissingPaths } from '../src/exports/daily-totals.js';
+import { keepMissingPaths } from '../src/attribution/daily-totals.js';
 import { createOrderRepository } from '../src/orders/repository.js';
 import { deriveTouchpoint, type DerivedTouchpoint } from '../src/touchpoints/derive.js';
 import { createTouchpointRepository } from '../src/touchpoints/repository.js';

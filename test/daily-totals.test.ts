@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { after, test } from 'node:test';
-import { keepMissingDays, keepMissingPaths } from '../src/exports/daily-totals.js';
-import { refreshKeptTotals, startKeptTotalsKeeper } from '../src/exports/keeper.js';
+import { keepMissingDays, keepMissingPaths } from '../src/attribution/daily-totals.js';
+import { refreshKeptTotals, startKeptTotalsKeeper } from '../src/attribution/keeper.js';
 import { ADMIN_TOKEN, hourlySpend, minimalOrder, startService, type TestClient } from './helpers.js';
 
 /*

@@ -3,7 +3,7 @@ import { createHash } from 'node:crypto';
 import { after, test } from 'node:test';
 import fc from 'fast-check';
 import { ERASED_PREFIX } from '../src/customers/erasure.js';
-import { keepMissingPaths } from '../src/exports/daily-totals.js';
+import { keepMissingPaths } from '../src/attribution/daily-totals.js';
 import { identifierFinder, redactedUrl, withoutPersonalQuery } from '../src/customers/redaction.js';
 import { holdOnDistinctSlots } from './held-transactions.js';
 import {

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { PeriodError, localToday, resolvePeriod } from '../src/exports/period.js';
+import { localToday } from '../src/calendar.js';
+import { PeriodError, resolvePeriod } from '../src/exports/period.js';
 import { PERIOD_TYPES } from '../src/exports/schema.js';
 
 // Monday 11 March 2024, 03:30 UTC: still Sunday the 10th in New York (the day DST began there).

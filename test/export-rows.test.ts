@@ -2,8 +2,8 @@ import assert from 'node:assert/strict';
 import { after, test } from 'node:test';
 import type { Tenant } from '../src/auth/tenant.js';
 import { createClientRepository } from '../src/clients/repository.js';
-import type { Period } from '../src/exports/period.js';
-import { exportRowsSql, inRowsTransaction, type ExportRowsQuery } from '../src/exports/rows.js';
+import type { Period } from '../src/attribution/rows.js';
+import { exportRowsSql, inRowsTransaction, type ExportRowsQuery } from '../src/attribution/rows.js';
 import { createTestDatabase } from './helpers.js';
 
 const store = await createTestDatabase();

@@ -6,7 +6,7 @@ import type { Row } from '../src/db/database.js';
 import type { Queryable } from '../src/db/index.js';
 import { planExport, type ExportPlan } from '../src/exports/plan.js';
 import type { ExportRequest } from '../src/exports/schema.js';
-import { readSlicedRows, readSlices, slicesOf, type Slice } from '../src/exports/slices.js';
+import { readSlicedRows, readSlices, slicesOf, type Slice } from '../src/attribution/slices.js';
 import { ADMIN_TOKEN, citusUrl, minimalOrder, startService, type TestClient } from './helpers.js';
 
 /*

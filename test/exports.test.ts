@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import { after, test } from 'node:test';
 import { MODEL_ALIASES, MODEL_IDS, WINDOW_NAMES } from '../src/attribution/models.js';
-import { METRICS, PLATFORM_METRICS } from '../src/exports/catalog.js';
+import { METRICS, PLATFORM_METRICS } from '../src/attribution/catalog.js';
 import { createExportJobs } from '../src/exports/jobs.js';
 import { createExportProducer } from '../src/exports/produce.js';
 import { startExportWorker } from '../src/exports/worker.js';

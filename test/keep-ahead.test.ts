@@ -4,8 +4,8 @@ import { after, test } from 'node:test';
 import type { Logger } from 'pino';
 import { MODEL_IDS } from '../src/attribution/models.js';
 import type { Tenant } from '../src/auth/tenant.js';
-import { DUE_AHEAD, KEPT_AHEAD, keepAhead, refreshKeptTotals, startKeptTotalsKeeper } from '../src/exports/keeper.js';
-import { addDays, localToday } from '../src/exports/period.js';
+import { DUE_AHEAD, KEPT_AHEAD, keepAhead, refreshKeptTotals, startKeptTotalsKeeper } from '../src/attribution/keeper.js';
+import { addDays, localToday } from '../src/calendar.js';
 import { ADMIN_TOKEN, hourlySpend, minimalOrder, startService, type TestClient } from './helpers.js';
 
 /*

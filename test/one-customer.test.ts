@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { keepMissingPaths } from '../src/exports/daily-totals.js';
+import { keepMissingPaths } from '../src/attribution/daily-totals.js';
 import { startService, type TestClient, type TestService } from './helpers.js';
 import { ORDERS, TOUCHPOINTS, oneCustomerRequests, orderTime, touchpointTime } from './one-customer-data.js';
 

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, describe, test } from 'node:test';
 import type { LightMyRequestResponse } from 'fastify';
 import { LATE_TOUCHPOINTS_KEYED, takeChangedKeys } from '../src/attribution/changes.js';
-import { resolveChangedKeys } from '../src/exports/daily-totals.js';
+import { resolveChangedKeys } from '../src/attribution/daily-totals.js';
 import { ADMIN_TOKEN, assertErrorEnvelope, minimalOrder, postOrders, startService, UUID, type TestApp, type TestClient } from './helpers.js';
 
 const service = await startService();

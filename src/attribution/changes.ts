@@ -3,7 +3,7 @@ import type { Queryable } from '../db/index.js';
 
 /*
  * What writes to touchpoints, identities and orders tell the kept daily totals of attribution
- * (src/exports/daily-totals.ts, migration 0015): which kept days they may have changed. A write
+ * (src/attribution/daily-totals.ts, migration 0015): which kept days they may have changed. A write
  * notes the earliest instant whose credits or visits it may have changed (attribution_changes),
  * or, for late touchpoints and identity links, whose they are (attribution_change_keys, migration
  * 0024), which the report that marks kept days stale resolves (markChangedDaysStale). Each write

@@ -1,4 +1,5 @@
-import { CREDIT_PARTS, CREDIT_SCALE, DAY_MS, DECAY_WEIGHT_UNIT, DIRECT, HALF_LIFE_MS, NON_CLICK_CHANNELS, VIEW_WINDOW_MS, type ModelId } from './models.js';
+import { DAY_MS } from '../calendar.js';
+import { CREDIT_PARTS, CREDIT_SCALE, DECAY_WEIGHT_UNIT, DIRECT, HALF_LIFE_MS, NON_CLICK_CHANNELS, VIEW_WINDOW_MS, type ModelId } from './models.js';
 
 /*
  * The rules of models.ts in SQL. Credits are computed where the touchpoints are stored: an

@@ -1,3 +1,5 @@
+import { DAY_MS } from '../calendar.js';
+
 /**
  * Attribution models: which touchpoints make an order's path, and how each model shares the
  * order among them. Pure rules, no database: the engine runs the same rules in SQL
@@ -83,7 +85,6 @@ export const CREDIT_SCALE = 9;
 /** The whole of an order's credit: every credit is a whole number of these parts. */
 export const CREDIT_PARTS = 10 ** CREDIT_SCALE;
 
-export const DAY_MS = 86_400_000;
 /** time_decay: the age at which a touchpoint weighs half. */
 export const HALF_LIFE_MS = 7 * DAY_MS;
 /**

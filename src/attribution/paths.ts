@@ -1,4 +1,5 @@
-import { DAY_MS, UNLIMITED, WINDOWS, windowDaysSql, type AttributionWindow } from './models.js';
+import { DAY_MS } from '../calendar.js';
+import { UNLIMITED, WINDOWS, windowDaysSql, type AttributionWindow } from './models.js';
 
 /**
  * Which touchpoints may be in the paths of a set of orders: the relations `creditsSql` credits.
@@ -21,7 +22,7 @@ import { DAY_MS, UNLIMITED, WINDOWS, windowDaysSql, type AttributionWindow } fro
  *   against 3 s for reading the 820,000 touchpoints of those 60 days and joining them.
  *
  * The paths of the orders of whole local days may also be read where they were kept (migration
- * 0020, src/exports/daily-totals.ts), found the second way at the longest window: for windows up
+ * 0020, src/attribution/daily-totals.ts), found the second way at the longest window: for windows up
  * to it, the same candidates. The orders of a period may also be found the first way, each from its
  * customer by index, when they are few (today's).
  */

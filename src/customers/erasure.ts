@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { EVERY_INSTANT, noteAttributionChangeSql } from '../attribution/changes.js';
+import { EVERY_INSTANT, noteAttributionChangeSql } from '../attribution/index.js';
 import type { Tenant } from '../auth/tenant.js';
 import type { Database, Queryable } from '../db/index.js';
 import { AD_FIELDS, UTM_FIELDS } from '../touchpoints/derive.js';

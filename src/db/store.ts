@@ -1,5 +1,5 @@
 import type { Tenant } from '../auth/tenant.js';
-import { createAttributionExplainer, standInExplainer, type AttributionExplainer } from '../attribution/explanation.js';
+import { createAttributionExplainer, standInExplainer, type AttributionExplainer } from '../attribution/index.js';
 import { createClientRepository, standInClientSettings, type ClientSettings } from '../clients/repository.js';
 import { ingestInto, standInIngest, type EventIngest } from '../collect/ingest.js';
 import { createCustomerErasure, standInErasure, type CustomerErasure } from '../customers/erasure.js';

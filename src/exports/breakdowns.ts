@@ -1,6 +1,6 @@
 import type { Tenant } from '../auth/tenant.js';
 import type { Database } from '../db/index.js';
-import { BREAKDOWN_ALIASES, BREAKDOWN_KEYS, type BreakdownKey } from './catalog.js';
+import { BREAKDOWN_ALIASES, BREAKDOWN_KEYS, type BreakdownKey } from '../attribution/index.js';
 
 export type BreakdownCatalog = ReturnType<typeof catalogOf>;
 

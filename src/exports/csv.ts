@@ -1,7 +1,7 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import type { Row } from '../db/database.js';
-import { columnName } from './rows.js';
+import { columnName } from '../attribution/index.js';
 import { joinedBytes } from './text-bytes.js';
 
 /** One CSV line (RFC 4180): cells holding a comma, quote or line break are quoted; lines end CRLF. */

@@ -3,7 +3,7 @@ import type { Config } from '../config.js';
 import type { Database } from '../db/index.js';
 import { startStatisticsKeeper } from '../db/statistics.js';
 import { createExportJobs } from './jobs.js';
-import { startKeptTotalsKeeper } from './keeper.js';
+import { startKeptTotalsKeeper } from '../attribution/index.js';
 import { createExportProducer } from './produce.js';
 import { startRetention } from './retention.js';
 import { startExportWorker, type ExportWorker } from './worker.js';

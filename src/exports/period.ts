@@ -1,37 +1,13 @@
+import type { Period } from '../attribution/index.js';
+import { addDays, addMonths, addYears, dateOf, firstOfMonth, firstOfYear, localToday, monday, utcMidnight, DAY_MS } from '../calendar.js';
 import { instantOf, isDate } from '../date-time.js';
 import type { PERIOD_TYPES } from './schema.js';
 
 type PeriodType = (typeof PERIOD_TYPES)[number];
 
-/**
- * The period an export covers, half-open: `from` inclusive, `to` exclusive. Relative periods are
- * whole local days of the client's time zone (`YYYY-MM-DD`, midnight there, whatever its offset
- * that day); a FIXED period is two instants.
- */
-export type Period = { kind: 'days'; from: string; to: string } | { kind: 'instants'; from: string; to: string };
-
 export class PeriodError extends Error {}
 
-const DAY_MS = 86_400_000;
 const MAX_FIXED_YEARS = 2;
-
-/** Calendar arithmetic on plain dates, done in UTC where no day is 23 or 25 hours long. */
-const parse = (date: string) => new Date(`${date}T00:00:00Z`);
-const format = (date: Date) => date.toISOString().slice(0, 10);
-export const addDays = (date: string, days: number) => format(new Date(parse(date).getTime() + days * DAY_MS));
-const addMonths = (date: string, months: number) => {
-  const d = parse(date);
-  return format(new Date(Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + months, 1)));
-};
-const monday = (date: string) => addDays(date, -((parse(date).getUTCDay() + 6) % 7));
-const firstOfMonth = (date: string) => `${date.slice(0, 7)}-01`;
-const firstOfYear = (date: string) => `${date.slice(0, 4)}-01-01`;
-const addYears = (date: string, years: number) => `${String(Number(date.slice(0, 4)) + years).padStart(4, '0')}${date.slice(4)}`;
-
-/** Today's date in `timeZone`. */
-export function localToday(timeZone: string, now: Date): string {
-  return new Intl.DateTimeFormat('en-CA', { timeZone, year: 'numeric', month: '2-digit', day: '2-digit' }).format(now);
-}
 
 const LAST_N = /^LAST_(\d+)_(DAYS|WEEKS|MONTHS|YEARS)$/;
 
@@ -79,9 +55,9 @@ function fixedDays(first: string, last: string): Period {
   if (first > last) throw new PeriodError('period_ending_at must not be before period_starting_at');
   const to = addDays(last, 1);
   if (!isDate(to)) throw new PeriodError('period_ending_at must be before 9999-12-31');
-  const latest = parse(first);
+  const latest = utcMidnight(first);
   latest.setUTCFullYear(latest.getUTCFullYear() + MAX_FIXED_YEARS);
-  if (to > format(latest)) throw new PeriodError(`A FIXED period may be at most ${MAX_FIXED_YEARS} years long`);
+  if (to > dateOf(latest)) throw new PeriodError(`A FIXED period may be at most ${MAX_FIXED_YEARS} years long`);
   return { kind: 'days', from: first, to };
 }
 
@@ -116,6 +92,6 @@ export function resolvePeriod(
 
 /** The days a period spans: whole local days, or the days between two instants, a part counted whole. */
 export function periodDays(period: Period): number {
-  const ms = period.kind === 'days' ? parse(period.to).getTime() - parse(period.from).getTime() : instantOf(period.to) - instantOf(period.from);
+  const ms = period.kind === 'days' ? utcMidnight(period.to).getTime() - utcMidnight(period.from).getTime() : instantOf(period.to) - instantOf(period.from);
   return Math.ceil(ms / DAY_MS);
 }

@@ -1,9 +1,8 @@
 import { Value } from 'typebox/value';
-import { DEFAULT_MODEL, DEFAULT_WINDOW, modelNamed, windowNamed } from '../attribution/models.js';
+import { breakdownNamed, DEFAULT_MODEL, DEFAULT_WINDOW, DIMENSION_COLUMNS, exportRowsSql, isAttributionMetric, isOrderMetric, METRIC_ALIASES, modelNamed, windowNamed, type AccountingMode, type AttributionCombination, type RowsPlan } from '../attribution/index.js';
+import type { Tenant } from '../auth/tenant.js';
 import type { ErrorItem } from '../http/errors.js';
-import { breakdownNamed, isAttributionMetric, isOrderMetric } from './catalog.js';
 import { PeriodError, periodDays, resolvePeriod } from './period.js';
-import { DIMENSION_COLUMNS, type AccountingMode, type AttributionCombination, type RowsPlan } from './rows.js';
 import { ExportRequest } from './schema.js';
 
 /** What an export asks for when it asks for attribution metrics and leaves out a list of attribution_options. */
@@ -152,5 +151,45 @@ export function planExport(request: ExportRequest, timeZone: string, now: Date):
       fileBaseName: request.export_file_name ?? `export-${now.toISOString().slice(0, 10)}`,
       ignored,
     },
+  };
+}
+
+/**
+ * The engine's plan of an export plan's rows. A metric is an expression over a row's sums, worked
+ * out for every row: only those asked (and `alsoComputed`) are. Thirty of them over the 32,771 rows
+ * of the dashboard's 30 days were a fifth of its statement.
+ */
+export function rowsPlanOf(plan: ExportPlan, alsoComputed: readonly string[] = []): RowsPlan {
+  return { ...plan, metricsComputed: [...plan.metrics.map(({ id }) => METRIC_ALIASES[id] ?? id), ...alsoComputed] };
+}
+
+/** A column of an export's output: the statement's column it is read from, and its header. */
+export interface OutputColumn {
+  name: string;
+  header: string;
+}
+
+/**
+ * The statement of a plan's rows, and the columns to output in order: every dimension column of
+ * its rows, then the metrics asked for under their labels. Files and answers of every format are
+ * written from these two, so that none computes a number its own way.
+ */
+export function planRowsSql(
+  tenant: Tenant,
+  plan: ExportPlan,
+  alsoComputed: readonly string[] = [],
+): { sql: string; params: unknown[]; columns: OutputColumn[]; computed: string[] } {
+  const { sql, params, columns } = exportRowsSql({ tenant, ...rowsPlanOf(plan, alsoComputed) });
+  const dimensions = columns.filter((name) => DIMENSION_COLUMNS.includes(name));
+  return {
+    sql,
+    params,
+    /** Every column the statement computes, whether output or not (the metrics of every row). */
+    computed: columns,
+    // An alias (imprs) is its metric's column (impressions) under the alias's header.
+    columns: [
+      ...dimensions.map((name) => ({ name, header: name })),
+      ...plan.metrics.map(({ id, label }) => ({ name: METRIC_ALIASES[id] ?? id, header: label })),
+    ],
   };
 }

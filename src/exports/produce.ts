@@ -4,9 +4,8 @@ import { createClientRepository } from '../clients/repository.js';
 import type { Database } from '../db/index.js';
 import { csvRowSelect, writeCsv } from './csv.js';
 import type { ExportJob } from './jobs.js';
-import { planExport } from './plan.js';
-import { CLIENT_TEXT_COLUMNS, planRowsSql } from './rows.js';
-import { readSlicedRows } from './slices.js';
+import { planExport, planRowsSql, rowsPlanOf } from './plan.js';
+import { CLIENT_TEXT_COLUMNS, readSlicedRows } from '../attribution/index.js';
 import type { ExportRequest } from './schema.js';
 
 export interface ProducerOptions {
@@ -68,7 +67,7 @@ export function createExportProducer({ db, exportsDir, rowsPerFile, connections 
       'currency',
     );
     const { files, distinct: currencies } = await writeCsv(
-      (onBatch) => readSlicedRows(db, tenant, plan, { connections, batchSize: BATCH, select, signal }, onBatch),
+      (onBatch) => readSlicedRows(db, tenant, rowsPlanOf(plan), { connections, batchSize: BATCH, select, signal }, onBatch),
       { dir, baseName: plan.fileBaseName, header: columns.map((column) => column.header), rowsPerFile },
       signal,
     );

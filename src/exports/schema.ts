@@ -1,7 +1,6 @@
 import { Type, type Static } from 'typebox';
-import { MODEL_ALIASES, MODEL_IDS, UNLIMITED, WINDOW_NAMES } from '../attribution/models.js';
+import { METRIC_IDS, MODEL_ALIASES, MODEL_IDS, REQUEST_BREAKDOWN_KEYS, UNLIMITED, WINDOW_NAMES, type RequestBreakdownKey } from '../attribution/index.js';
 import { Identifier } from '../http/schemas.js';
-import { METRIC_IDS, REQUEST_BREAKDOWN_KEYS, type RequestBreakdownKey } from './catalog.js';
 
 export const PERIOD_TYPES = [
   'FIXED', 'TODAY', 'YESTERDAY', 'YESTERDAY_AND_TODAY',

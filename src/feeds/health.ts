@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type, type Static } from 'typebox';
 import type { Tenant } from '../auth/tenant.js';
 import type { Store } from '../db/store.js';
-import { localToday } from '../exports/period.js';
+import { localToday } from '../calendar.js';
 import { ErrorEnvelope } from '../http/schemas.js';
 import type { Feed } from './repository.js';
 

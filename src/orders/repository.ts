@@ -1,4 +1,4 @@
-import { LINKED, noteChangeCtes, visitorKeysSql } from '../attribution/changes.js';
+import { LINKED, noteChangeCtes, visitorKeysSql } from '../attribution/index.js';
 import type { Tenant } from '../auth/tenant.js';
 import { ClientGoneError } from '../db/errors.js';
 import type { Database, Queryable } from '../db/index.js';

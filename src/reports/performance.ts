@@ -1,16 +1,14 @@
+import { DAY_MS, utcMidnight } from '../calendar.js';
 import type { Tenant } from '../auth/tenant.js';
 import type { Store } from '../db/store.js';
 import type { ErrorItem } from '../http/errors.js';
-import { METRIC_ALIASES, METRIC_IDS, isAttributionMetric, isOrderMetric, platformMetricOf } from '../exports/catalog.js';
-import { keptTotalsOf } from '../exports/daily-totals.js';
-import { planExport, type ExportPlan } from '../exports/plan.js';
+import { columnName, isAttributionMetric, isOrderMetric, keptTotalsOf, METRIC_ALIASES, METRIC_IDS, platformMetricOf, type Granularity } from '../attribution/index.js';
+import { planExport, planRowsSql, type ExportPlan, type OutputColumn } from '../exports/plan.js';
 import { joinedBytes } from '../exports/text-bytes.js';
-import { columnName, planRowsSql, type Granularity, type OutputColumn } from '../exports/rows.js';
 import type { ExportRequest } from '../exports/schema.js';
 
 /** The longest period a report covers, in days: the dashboard offers 90; longer periods are exports' work. */
 export const MAX_REPORT_DAYS = 92;
-const DAY_MS = 86_400_000;
 /** Ratios of totals are rounded as the rows' ratios are (rows.ts). */
 const RATIO_SCALE = 6;
 
@@ -59,7 +57,7 @@ const ratiosOf = (attributed: boolean): Record<string, [string, string, number]>
   ecpc: ['spend', 'visits', 1],
 });
 
-const daysBetween = (first: string, last: string) => (Date.parse(`${last}T00:00:00Z`) - Date.parse(`${first}T00:00:00Z`)) / DAY_MS + 1;
+const daysBetween = (first: string, last: string) => (utcMidnight(last).getTime() - utcMidnight(first).getTime()) / DAY_MS + 1;
 
 /** What a report runs: an export request, and its granularity, which may be PERIOD (exports have no such choice). */
 export interface ReportRequest {

@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
-import { DEFAULT_MODEL, DEFAULT_WINDOW, MODEL_ALIASES, MODEL_IDS, WINDOW_NAMES } from '../attribution/models.js';
+import { DEFAULT_MODEL, DEFAULT_WINDOW, MODEL_ALIASES, MODEL_IDS, WINDOW_NAMES } from '../attribution/index.js';
 import { abandonedSignal } from '../http/abandoned.js';
 import { invalidRequest } from '../http/errors.js';
 import { ErrorEnvelope } from '../http/schemas.js';

@@ -1,5 +1,5 @@
 import type { Tenant } from '../auth/tenant.js';
-import { LATE_AFTER, LATE_TOUCHPOINTS_KEYED, LINKED, noteChangeCtes, noteChangedKeysSql, visitorKeysSql } from '../attribution/changes.js';
+import { LATE_AFTER, LATE_TOUCHPOINTS_KEYED, LINKED, noteChangeCtes, noteChangedKeysSql, visitorKeysSql } from '../attribution/index.js';
 import { ClientGoneError } from '../db/errors.js';
 import type { Database } from '../db/index.js';
 import { AD_FIELDS, UTM_FIELDS, type AdField, type DerivedTouchpoint, type SourcePlatforms, type UtmField } from './derive.js';

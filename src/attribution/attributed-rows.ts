@@ -1,6 +1,7 @@
-import { CREDIT_PART, creditsSql } from '../attribution/credits-sql.js';
-import { DAY_MS, UNATTRIBUTED, UNLIMITED, windowDaysSql, windowNamed, type AttributionWindow, type ModelId } from '../attribution/models.js';
-import { pathsSql } from '../attribution/paths.js';
+import { DAY_MS } from '../calendar.js';
+import { CREDIT_PART, creditsSql } from './credits-sql.js';
+import { UNATTRIBUTED, UNLIMITED, windowDaysSql, windowNamed, type AttributionWindow, type ModelId } from './models.js';
+import { pathsSql } from './paths.js';
 import { localDayStart } from '../db/local-days.js';
 
 /*

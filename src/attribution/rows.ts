@@ -9,11 +9,16 @@ import {
   attributionMetrics,
   type AttributionCombination,
 } from './attributed-rows.js';
-import { METRIC_ALIASES, PLATFORM_METRICS, platformNamesOf, type BreakdownKey, type PlatformMetric } from './catalog.js';
-import type { Period } from './period.js';
-import type { ExportPlan } from './plan.js';
+import { PLATFORM_METRICS, platformNamesOf, type BreakdownKey, type PlatformMetric } from './catalog.js';
 
 export type { AccountingMode, AttributionCombination } from './attributed-rows.js';
+/**
+ * The period an export covers, half-open: `from` inclusive, `to` exclusive. Relative periods are
+ * whole local days of the client's time zone (`YYYY-MM-DD`, midnight there, whatever its offset
+ * that day); a FIXED period is two instants.
+ */
+export type Period = { kind: 'days'; from: string; to: string } | { kind: 'instants'; from: string; to: string };
+
 /** PERIOD, which reports ask for and exports do not offer, makes the whole period one bucket, dated by its first day. */
 export type Granularity = 'HOURLY' | 'DAILY' | 'WEEKLY' | 'MONTHLY' | 'PERIOD';
 export type Level = 'platform' | 'campaign' | 'adset' | 'ad';
@@ -448,39 +453,4 @@ export function inRowsTransaction<T>(db: Database, work: (tx: Queryable) => Prom
     },
     { signal },
   );
-}
-
-/** A column of an export's output: the statement's column it is read from, and its header. */
-export interface OutputColumn {
-  name: string;
-  header: string;
-}
-
-/**
- * The statement of a plan's rows, and the columns to output in order: every dimension column of
- * its rows, then the metrics asked for under their labels. Files and answers of every format are
- * written from these two, so that none computes a number its own way.
- */
-export function planRowsSql(
-  tenant: Tenant,
-  plan: ExportPlan,
-  alsoComputed: readonly string[] = [],
-): { sql: string; params: unknown[]; columns: OutputColumn[]; computed: string[] } {
-  // A metric is an expression over a row's sums, worked out for every row: only those asked (and
-  // `alsoComputed`) are. Thirty of them over the 32,771 rows of the dashboard's 30 days were a
-  // fifth of its statement.
-  const metricsComputed = [...plan.metrics.map(({ id }) => METRIC_ALIASES[id] ?? id), ...alsoComputed];
-  const { sql, params, columns } = exportRowsSql({ tenant, ...plan, metricsComputed });
-  const dimensions = columns.filter((name) => DIMENSION_COLUMNS.includes(name));
-  return {
-    sql,
-    params,
-    /** Every column the statement computes, whether output or not (the metrics of every row). */
-    computed: columns,
-    // An alias (imprs) is its metric's column (impressions) under the alias's header.
-    columns: [
-      ...dimensions.map((name) => ({ name, header: name })),
-      ...plan.metrics.map(({ id, label }) => ({ name: METRIC_ALIASES[id] ?? id, header: label })),
-    ],
-  };
 }

@@ -1,9 +1,8 @@
 import type { Tenant } from '../auth/tenant.js';
 import { declareCursor, type Database, type Queryable } from '../db/index.js';
 import type { Row } from '../db/database.js';
-import { addDays, localToday } from './period.js';
-import type { ExportPlan } from './plan.js';
-import { planRowsSql, ROWS_TRANSACTION_SETTINGS, type RowsPlan } from './rows.js';
+import { addDays, localToday } from '../calendar.js';
+import { exportRowsSql, ROWS_TRANSACTION_SETTINGS, type RowsPlan } from './rows.js';
 
 /*
  * A long export's statement runs on one core of the database for minutes (a year of three models
@@ -100,14 +99,14 @@ export interface SlicedRowsOptions {
 }
 
 /**
- * Reads what `select` says of an export plan's rows, in its statement's order, a batch at a time,
+ * Reads what `select` says of a plan's rows, in its statement's order, a batch at a time,
  * from slices computed side by side, in one snapshot; given up, its statements cancelled, when
  * `signal` aborts.
  */
 export async function readSlicedRows(
   db: Database,
   tenant: Tenant,
-  plan: ExportPlan,
+  plan: RowsPlan,
   options: SlicedRowsOptions & { signal?: AbortSignal },
   onBatch: (rows: Row[]) => Promise<void>,
 ) {
@@ -126,12 +125,12 @@ export async function readSlicedRows(
 export async function readSlices(
   txs: Queryable[],
   tenant: Tenant,
-  plan: ExportPlan,
+  plan: RowsPlan,
   slices: Slice[],
   { batchSize, select }: Pick<SlicedRowsOptions, 'batchSize' | 'select'>,
   onBatch: (rows: Row[]) => Promise<void>,
 ): Promise<void> {
-  const combinations = plan.attribution.length;
+  const combinations = plan.attribution?.length ?? 0;
   // Every slice's statements are settled before the first failure is thrown: thrown at once, it
   // would end the transactions (and release their connections to the pool) while the other
   // slices still send theirs on them.
@@ -139,7 +138,7 @@ export async function readSlices(
     slices.map(async (slice, index) => {
       const tx = txs[index % txs.length]!;
       for (const setting of ROWS_TRANSACTION_SETTINGS) await tx.query(setting);
-      const { sql: rowsSql, params } = planRowsSql(tenant, { ...plan, slice });
+      const { sql: rowsSql, params } = exportRowsSql({ tenant, ...plan, slice });
       // Above the statement's sort, so computed as each row is fetched, not for every row before the first.
       const sql = `SELECT ${[...select, ...(combinations > 0 ? ['r.combination'] : [])].join(', ')} FROM (${rowsSql}) AS r`;
       const cursor = await declareCursor<Row>(tx, { sql, params, hold: false });

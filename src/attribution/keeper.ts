@@ -1,11 +1,11 @@
 import type { Logger } from 'pino';
-import { MODEL_IDS } from '../attribution/models.js';
+import { MODEL_IDS } from './models.js';
 import type { Environment, Tenant } from '../auth/tenant.js';
 import type { Database } from '../db/index.js';
 import { startPeriodic } from '../periodic.js';
 import { KEPT_PATHS, KEPT_VISITS, combinationOfKeptTotals, type AccountingMode, type AttributionCombination } from './attributed-rows.js';
 import { markChangedDaysStale, dropKeptDaysBefore, keepMissingDays, keepMissingPaths, type KeptTotalsAsked } from './daily-totals.js';
-import { addDays, localToday } from './period.js';
+import { addDays, localToday } from '../calendar.js';
 import { inRowsTransaction } from './rows.js';
 
 /*

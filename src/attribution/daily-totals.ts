@@ -1,12 +1,12 @@
-import { LINKED, takeChangedKeys, type ChangedKey } from '../attribution/changes.js';
-import { DAY_MS, UNLIMITED, windowDaysSql } from '../attribution/models.js';
-import { KEPT_PATH_COLUMNS, LONGEST_KEPT_WINDOW, pathsSql, pathsToKeepSql } from '../attribution/paths.js';
+import { addDays, DAY_MS } from '../calendar.js';
+import { LINKED, takeChangedKeys, type ChangedKey } from './changes.js';
+import { UNLIMITED, windowDaysSql } from './models.js';
+import { KEPT_PATH_COLUMNS, LONGEST_KEPT_WINDOW, pathsSql, pathsToKeepSql } from './paths.js';
 import type { Tenant } from '../auth/tenant.js';
 import type { Database, Queryable } from '../db/index.js';
 import { instantPlus, localDayStart } from '../db/local-days.js';
 import { AD_COLUMNS, KEPT_PATHS, KEPT_VISITS, attributionCtes, keptTotalsKey, type AttributionCombination, type AttributionSqlContext } from './attributed-rows.js';
-import { addDays, type Period } from './period.js';
-import { LOCAL_DAYS_AS_INSTANTS, type RowsPlan } from './rows.js';
+import { LOCAL_DAYS_AS_INSTANTS, type Period, type RowsPlan } from './rows.js';
 
 /*
  * Kept daily totals of attribution (migration 0015, docs/benchmarks.md "How the dashboard gets
