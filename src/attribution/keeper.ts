@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import { MODEL_IDS } from './models.js';
 import type { Environment, Tenant } from '../auth/tenant.js';
 import type { Database } from '../db/index.js';
+import { analyzeGrownTables } from '../db/statistics.js';
 import { startPeriodic } from '../periodic.js';
 import { KEPT_PATHS, KEPT_VISITS, combinationOfKeptTotals, type AccountingMode, type AttributionCombination } from './attributed-rows.js';
 import { markChangedDaysStale, dropKeptDaysBefore, keepMissingDays, keepMissingPaths, type KeptTotalsAsked } from './daily-totals.js';
@@ -63,6 +64,7 @@ const keepersPeriod = (timeZone: string, { days, now }: KeepersDays) => {
  * touchpoints before it.
  */
 async function keepInPieces(db: Database, asked: KeptTotalsAsked, today: string, signal?: AbortSignal): Promise<void> {
+  await analyzeGrownTables(db);
   for (let to = asked.period.to; to > asked.period.from; ) {
     // A stopping process leaves the rest to the next keeper or report (and cancels the statement it was running).
     if (signal?.aborted) return;

@@ -1,5 +1,6 @@
 import { readThroughCursor, type Database } from '../db/index.js';
 import { lockWaitAtMost } from '../db/limits.js';
+import { analyzeGrownTables } from '../db/statistics.js';
 import { keepMissingDays, markChangedDaysStale, type KeptTotalsAsked } from './daily-totals.js';
 import { inRowsTransaction } from './rows.js';
 
@@ -19,7 +20,7 @@ export interface RowsRead {
 
 /**
  * Reads the rows of a statement a batch at a time, in one transaction with the settings every
- * read of rows has; with `keptTotals`, the days it reads are brought up to date first. A
+ * read of rows has, once the tables' statistics are up to date; with `keptTotals`, the days it reads are brought up to date first. A
  * transaction that fails for a deadlock or a serialization failure is run again from the start:
  * `startReading` is called at the start of each run, and gives the handler of that run's batches.
  */
@@ -29,6 +30,7 @@ export async function readRows(
   startReading: () => (rows: Record<string, unknown>[]) => Promise<void>,
 ): Promise<void> {
   const waitingAtMost = lockWaitAtMost(lockWaitMs);
+  await analyzeGrownTables(db);
   if (keptTotals) await markChangedDaysStale(db, keptTotals, { settle: waitingAtMost, signal });
   await inRowsTransaction(
     db,

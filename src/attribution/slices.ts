@@ -2,6 +2,7 @@ import type { Tenant } from '../auth/tenant.js';
 import { declareCursor, type Database, type Queryable } from '../db/index.js';
 import type { Row } from '../db/database.js';
 import { addDays, localToday } from '../calendar.js';
+import { analyzeGrownTables } from '../db/statistics.js';
 import { exportRowsSql, ROWS_TRANSACTION_SETTINGS, type RowsPlan } from './rows.js';
 
 /*
@@ -99,9 +100,9 @@ export interface SlicedRowsOptions {
 }
 
 /**
- * Reads what `select` says of a plan's rows, in its statement's order, a batch at a time,
- * from slices computed side by side, in one snapshot; given up, its statements cancelled, when
- * `signal` aborts.
+ * Reads what `select` says of a plan's rows, in its statement's order, a batch at a time, from
+ * slices computed side by side, in one snapshot, once the tables' statistics are up to date;
+ * given up, its statements cancelled, when `signal` aborts.
  */
 export async function readSlicedRows(
   db: Database,
@@ -110,6 +111,7 @@ export async function readSlicedRows(
   options: SlicedRowsOptions & { signal?: AbortSignal },
   onBatch: (rows: Row[]) => Promise<void>,
 ) {
+  await analyzeGrownTables(db);
   await db.readingTogether(
     slicesOf(plan, options.connections).length,
     (txs) => readSlices(txs, tenant, plan, slicesOf(plan, txs.length), options, onBatch),

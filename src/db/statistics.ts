@@ -15,12 +15,31 @@ const GROWN_TABLES = `
      AND pg_relation_size(c.oid) / current_setting('block_size')::int > 1.2 * greatest(c.relpages, 0) + 8
    ORDER BY c.relname`;
 
-/** ANALYZEs the tables that grew past their statistics (GROWN_TABLES); answers their names. */
-export async function analyzeGrownTables(db: Database): Promise<string[]> {
-  const grown = await db.query<{ name: string }>(GROWN_TABLES);
-  // Names from the catalogue, not input; quoted as identifiers all the same.
-  for (const { name } of grown) await db.exec(`ANALYZE "${name.replaceAll('"', '""')}"`);
-  return grown.map(({ name }) => name);
+/** The run under way of each store, which callers meanwhile share: ANALYZEs of one table wait for each other. */
+const running = new WeakMap<Database, Promise<string[]>>();
+
+/**
+ * ANALYZEs the tables that grew past their statistics (GROWN_TABLES); answers their names. Reads
+ * that plan statements over the service's tables (reports, exports, the keeper) call it first, so
+ * that the first report after a load is planned on its data, not on empty tables (35 s against
+ * 1 s on the embedded store for a first load of 2,615 orders and 16,914 touchpoints): finding none
+ * grown costs a catalogue read. Callers while a run is under way share it.
+ */
+export function analyzeGrownTables(db: Database): Promise<string[]> {
+  const run =
+    running.get(db) ??
+    (async () => {
+      try {
+        const grown = await db.query<{ name: string }>(GROWN_TABLES);
+        // Names from the catalogue, not input; quoted as identifiers all the same.
+        for (const { name } of grown) await db.exec(`ANALYZE "${name.replaceAll('"', '""')}"`);
+        return grown.map(({ name }) => name);
+      } finally {
+        running.delete(db);
+      }
+    })();
+  running.set(db, run);
+  return run;
 }
 
 /** Every `intervalMs`, keeps the statistics of the tables that grew (analyzeGrownTables). */
