@@ -36,17 +36,52 @@ export const DAY_MS = 86_400_000;
 export const TODAY = Date.parse(`${new Date().toISOString().slice(0, 10)}T00:00:00Z`);
 
 /**
- * The attribution benchmark's data set: ORDERS orders over the 366 days before today (UTC) of
- * CUSTOMERS customers, VISITS visits and VIEWS ad views of VISITORS visitors (LINKED_VISITORS of
- * them linked to a customer: nine in ten directly, one in ten through an order), spend of the paid
- * campaigns every 6 hours. Smaller with BENCH_ATTRIBUTION_ORDERS and BENCH_ATTRIBUTION_VISITS.
+ * The attribution benchmarks' data sets: ORDERS orders over the 366 days before today (UTC),
+ * VISITS visits and VIEWS ad views, spend of the paid campaigns every 6 hours, of customers and
+ * visitors in the proportions of a profile (DATA_PROFILES). Smaller with BENCH_ATTRIBUTION_ORDERS
+ * and BENCH_ATTRIBUTION_VISITS.
  */
 export const ORDERS = Number(process.env.BENCH_ATTRIBUTION_ORDERS ?? 1_000_000);
 export const VISITS = Number(process.env.BENCH_ATTRIBUTION_VISITS ?? 5_000_000);
 export const VIEWS = VISITS / 10;
-export const VISITORS = 200_000;
-const LINKED_VISITORS = 180_000;
-const CUSTOMERS = 150_000;
+
+/**
+ * Who the orders and touchpoints are of. Visitors 0 to `linkedVisitors` − 1 are linked to customer
+ * `v mod customers` (nine in ten directly, one in ten through one of its orders), and one in ten
+ * of their touchpoints is sent with that customer, as a logged-in shopper's; the next
+ * `knownVisitors` send every touchpoint with their customer and are not linked; the rest are
+ * anonymous.
+ */
+export interface DataProfile {
+  customers: number;
+  visitors: number;
+  linkedVisitors: number;
+  knownVisitors: number;
+}
+
+/**
+ * The profiles of bench/engine.ts at 1,000,000 orders and 5,000,000 visits, scaled with VISITS:
+ * the attribution benchmark's own (`benchmark`); anonymous visitors, a fifth known and half the
+ * rest linked (`anonymous`); about 200 touchpoints a customer (`deep`); few customers of a hundred
+ * orders each (`loyal`).
+ */
+export const DATA_PROFILES = {
+  benchmark: { customers: 150_000, visitors: 200_000, linkedVisitors: 180_000, knownVisitors: 0 },
+  anonymous: { customers: 150_000, visitors: 1_000_000, linkedVisitors: 400_000, knownVisitors: 200_000 },
+  deep: { customers: 25_000, visitors: 50_000, linkedVisitors: 50_000, knownVisitors: 0 },
+  loyal: { customers: 10_000, visitors: 20_000, linkedVisitors: 20_000, knownVisitors: 0 },
+} as const satisfies Record<string, DataProfile>;
+export type DataProfileName = keyof typeof DATA_PROFILES;
+
+/** `profile` at the scale of VISITS. */
+export function scaledProfile(profile: DataProfile): DataProfile {
+  const scale = VISITS / 5_000_000;
+  return Object.fromEntries(Object.entries(profile).map(([key, count]) => [key, Math.round(count * scale)])) as unknown as DataProfile;
+}
+
+/** The attribution benchmark's data set (bench/attribution.ts): 150,000 customers and 200,000 visitors whatever the scale. */
+export const BENCHMARK_DATA: DataProfile = DATA_PROFILES.benchmark;
+export const VISITORS = BENCHMARK_DATA.visitors;
 /** The data set's year ends today: the dashboard's last 30 days, and the days the keeper keeps ahead, are its last. */
 const YEAR = { from: new Date(TODAY - 366 * DAY_MS), days: 366 };
 const SPEND_EVERY_HOURS = 6;
@@ -68,13 +103,13 @@ const SPEND_SQL = `
     FROM generate_series($2::int, $3::int - 1) AS q, generate_series(0, ${PAID_CAMPAIGNS.google + PAID_CAMPAIGNS.meta - 1}) AS c,
          generate_series(0, ${ADS_PER_CAMPAIGN - 1}) AS a`;
 
-/** Visitor v's link: nine in ten to customer v mod CUSTOMERS directly, one in ten through one of that customer's orders. */
-const IDENTITIES_SQL = `
+/** Visitor v's link: nine in ten to customer v mod customers directly, one in ten through one of that customer's orders. */
+const identitiesSql = ({ customers, linkedVisitors }: DataProfile) => `
   INSERT INTO identities (client_id, environment, visitor_id, customer_id, order_id, linked_at)
   SELECT $1, 'production', 'visitor-' || v,
-         CASE WHEN v % 10 <> 9 THEN 'cust-' || v % ${CUSTOMERS} END,
-         CASE WHEN v % 10 = 9 THEN 'order-' || (v % ${CUSTOMERS})::bigint * $2 % ${CUSTOMERS} END, now()
-    FROM generate_series(0, ${LINKED_VISITORS - 1}) AS v`;
+         CASE WHEN v % 10 <> 9 THEN 'cust-' || v % ${customers} END,
+         CASE WHEN v % 10 = 9 THEN 'order-' || (v % ${customers})::bigint * $2 % ${customers} END, now()
+    FROM generate_series(0, ${linkedVisitors - 1}) AS v`;
 
 const TEXT_COLUMNS = ['landing_url', 'referrer', 'utm_source', 'utm_medium', 'utm_campaign', 'utm_term', 'utm_content', 'platform_name', 'platform_account_id', 'campaign_id', 'adset_id', 'ad_id', 'channel'];
 
@@ -82,15 +117,16 @@ const TEXT_COLUMNS = ['landing_url', 'referrer', 'utm_source', 'utm_medium', 'ut
  * Touchpoints n in [$3, $4) of `count` of one type, `<prefix>-<n>`: at a time n / count of the way
  * through the year, so that they are stored in time order as touchpoints sent as they happen are;
  * of a visitor hashed from n, with template (derived columns) number hash(n) of $2, whose click id
- * `__CLICK__` becomes one of its own; one in ten of a linked visitor's with its customer, as a
- * logged-in shopper's.
+ * `__CLICK__` becomes one of its own; with its customer as `profile` says.
  */
-const touchpointsSql = (type: 'visit' | 'view', prefix: string, templates: number, count: number) => {
-  const visitor = hashed('n', 4, VISITORS);
+const touchpointsSql = (type: 'visit' | 'view', prefix: string, templates: number, count: number, { customers, visitors, linkedVisitors, knownVisitors }: DataProfile) => {
+  const visitor = hashed('n', 4, visitors);
   return `
   INSERT INTO touchpoints (client_id, environment, touchpoint_id, occurred_at, type, visitor_id, customer_id, click_ids, ${TEXT_COLUMNS.join(', ')}, created_at, updated_at)
   SELECT $1, 'production', '${prefix}-' || n, $5::timestamptz + n * (${YEAR.days * 86_400}::float8 / ${count}) * interval '1 second', '${type}',
-         'visitor-' || ${visitor}, CASE WHEN ${visitor} < ${LINKED_VISITORS} AND ${hashed('n', 2, 10)} = 0 THEN 'cust-' || ${visitor} % ${CUSTOMERS} END,
+         'visitor-' || ${visitor},
+         CASE WHEN ${visitor} < ${linkedVisitors} AND ${hashed('n', 2, 10)} = 0 OR ${visitor} >= ${linkedVisitors} AND ${visitor} < ${linkedVisitors + knownVisitors}
+              THEN 'cust-' || ${visitor} % ${customers} END,
          replace(t.click_ids::text, '__CLICK__', 'ck' || n)::jsonb,
          ${TEXT_COLUMNS.map((column) => (column === 'landing_url' ? `replace(t.landing_url, '__CLICK__', 'ck' || n)` : `t.${column}`)).join(', ')}, now(), now()
     FROM generate_series($3::bigint, $4::bigint - 1) AS n
@@ -124,11 +160,11 @@ function inverse(a: number, m: number): number {
 }
 
 /**
- * The attribution benchmark's data set, written into the PostgreSQL store `store` for client
- * `clientId` with set-based SQL while no server runs (see DATA_SET), then VACUUM ANALYZE.
- * Answers the seconds it took.
+ * A data set of `profile`, written into the PostgreSQL store `store` for client `clientId` with
+ * set-based SQL while no server runs. Nothing is vacuumed or analyzed: the store is as a shop's
+ * is right after a load. Answers the seconds it took.
  */
-export async function loadDataSet(store: Store, clientId: string): Promise<number> {
+export async function loadDataSet(store: Store, clientId: string, profile: DataProfile = BENCHMARK_DATA): Promise<number> {
   const db = await openDatabase({ databaseUrl: store.env.DATABASE_URL, dataDir: '', databasePoolSize: 2, databaseQueryTimeoutMs: 3_600_000 });
   const started = performance.now();
   const step = async (what: string, work: () => Promise<unknown>) => {
@@ -143,12 +179,12 @@ export async function loadDataSet(store: Store, clientId: string): Promise<numbe
       await inChunks(quarterDays, 200, (from, to) => db.query(SPEND_SQL, [clientId, from, to, YEAR.from.toISOString()]));
       await db.query(`INSERT INTO ad_accounts VALUES ($1, 'production', 'google', 'act_1'), ($1, 'production', 'meta', 'act_1')`, [clientId]);
     });
-    await step(`${thousands(ORDERS)} orders`, () => insertOrders(db, clientId, { count: ORDERS, customers: CUSTOMERS, ...YEAR }));
-    await step(`${thousands(LINKED_VISITORS)} identities`, () => db.query(IDENTITIES_SQL, [clientId, inverse(ORDER_CUSTOMER_FACTOR, CUSTOMERS)]));
+    await step(`${thousands(ORDERS)} orders`, () => insertOrders(db, clientId, { count: ORDERS, customers: profile.customers, ...YEAR }));
+    await step(`${thousands(profile.linkedVisitors)} identities`, () => db.query(identitiesSql(profile), [clientId, inverse(ORDER_CUSTOMER_FACTOR, profile.customers)]));
     const rand = random(11);
     const visits = derivedTemplates(Array.from({ length: TOUCHPOINT_TEMPLATES }, () => generateVisit(rand, '__CLICK__')));
     await step(`${thousands(VISITS)} visits`, () =>
-      inChunks(VISITS, 250_000, (from, to) => db.query(touchpointsSql('visit', 'visit', TOUCHPOINT_TEMPLATES, VISITS), [clientId, visits, from, to, YEAR.from.toISOString()])),
+      inChunks(VISITS, 250_000, (from, to) => db.query(touchpointsSql('visit', 'visit', TOUCHPOINT_TEMPLATES, VISITS, profile), [clientId, visits, from, to, YEAR.from.toISOString()])),
     );
     const ads = Array.from({ length: CAMPAIGN_COUNT * ADS_PER_CAMPAIGN }, (_, n) => {
       const c = Math.floor(n / ADS_PER_CAMPAIGN);
@@ -156,11 +192,8 @@ export async function loadDataSet(store: Store, clientId: string): Promise<numbe
     });
     const views = derivedTemplates(ads);
     await step(`${thousands(VIEWS)} views`, () =>
-      inChunks(VIEWS, 250_000, (from, to) => db.query(touchpointsSql('view', 'view', ads.length, VIEWS), [clientId, views, from, to, YEAR.from.toISOString()])),
+      inChunks(VIEWS, 250_000, (from, to) => db.query(touchpointsSql('view', 'view', ads.length, VIEWS, profile), [clientId, views, from, to, YEAR.from.toISOString()])),
     );
-    // What autovacuum does to tables written this much, before anything is measured: statistics,
-    // and the visibility map that lets index scans read the indexes alone (migration 0012).
-    await step('VACUUM ANALYZE', () => db.exec('VACUUM ANALYZE'));
     return seconds(started);
   } finally {
     await db.close();

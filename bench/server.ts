@@ -227,7 +227,7 @@ async function startServerOnce(store: Store, extraEnv: NodeJS.ProcessEnv): Promi
 const TICKS_PER_SECOND = 100;
 
 /** A process's command and CPU seconds (user and system) so far, from /proc (Linux); undefined when it is gone or there is no /proc. */
-function processCpu(pid: number): { command: string; seconds: number } | undefined {
+export function processCpu(pid: number): { command: string; seconds: number } | undefined {
   let stat: string;
   try {
     stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
