@@ -20,7 +20,7 @@ const PARTS = 1_000_000_000;
 const DAY_MS = 86_400_000;
 const HALF_LIFE_MS = 7 * DAY_MS;
 
-/** What differs between the two databases: how instants are held (timestamptz; milliseconds in DuckDB). */
+/** What differs between the two databases: how instants are held (timestamptz; microseconds since the epoch in DuckDB). */
 interface Dialect {
   /** The milliseconds from instant `earlier` to instant `later`, as a float. */
   msBetween(later: string, earlier: string): string;
@@ -63,19 +63,19 @@ function referenceSql(d: Dialect, windowDays: number | null): string {
   // Accrual credits the period's touchpoints of orders placed up to a window after it.
   const lastPurchase = windowDays === null ? '' : `AND time_of_purchase < ${d.daysBefore(d.to, -windowDays)}`;
   const inPeriod = (at: string) => `${at} >= ${d.from} AND ${at} < ${d.to}`;
-  const sums = (mode: string, at: string) => `
-      SELECT model, '${mode}' AS mode, ${d.day(at)} AS day, platform, campaign, currency,
-             round(sum(parts * total) / ${PARTS}, 6) AS rev, round(sum(parts) / ${PARTS}.0, 6) AS txns
-        FROM credits WHERE parts > 0 AND ${inPeriod(at)}
-       GROUP BY model, ${d.day(at)}, platform, campaign, currency`;
+  const parts: Record<(typeof REFERENCE_MODELS)[number], string> = {
+    first_touch: `CASE WHEN position = 1 THEN ${PARTS} ELSE 0 END`,
+    linear: `${d.quotient(String(PARTS), 'length')} + CASE WHEN position > length - ${PARTS} % length THEN 1 ELSE 0 END`,
+    time_decay: `decay_floor + CASE WHEN decay_rank <= ${PARTS} - decay_floors THEN 1 ELSE 0 END`,
+  };
   return `
     WITH visits AS (
       SELECT t.touchpoint_id, t.occurred_at AS occurred,
              CASE WHEN t.platform_name = '' THEN t.channel ELSE t.platform_name END AS platform,
              CASE WHEN t.platform_name = '' THEN '' ELSE t.campaign_id END AS campaign,
-             coalesce(t.customer_id, i.customer_id, linking.customer_id) AS customer_id
+             coalesce(t.customer_id, i.customer_id, linking.customer_id) AS customer_id -- its own customer first
         FROM touchpoints t
-        LEFT JOIN identities i ON t.customer_id IS NULL AND ${d.ofClient('i')} AND i.visitor_id = t.visitor_id
+        LEFT JOIN identities i ON ${d.ofClient('i')} AND i.visitor_id = t.visitor_id
         LEFT JOIN orders linking ON ${d.ofClient('linking')} AND linking.order_id = i.order_id
        WHERE ${d.ofClient('t')} AND t.type = 'visit'
     ),
@@ -99,23 +99,24 @@ function referenceSql(d: Dialect, windowDays: number | null): string {
                 row_number() OVER (PARTITION BY order_id ORDER BY decay_remainder DESC, position DESC) AS decay_rank
         FROM weighed
     ),
+    combinations AS (
+      SELECT model, mode FROM (VALUES ${REFERENCE_MODELS.map((model) => `('${model}')`).join(', ')}) AS m (model) CROSS JOIN (VALUES ('cash'), ('accrual')) AS modes (mode)
+    ),
+    -- Each credit once per combination, counted at the purchase (cash) or the touchpoint (accrual).
     credits AS (
-      SELECT 'first_touch' AS model, purchased, occurred, platform, campaign, currency, total, CASE WHEN position = 1 THEN ${PARTS} ELSE 0 END AS parts FROM ranked
-      UNION ALL
-      SELECT 'linear', purchased, occurred, platform, campaign, currency, total, ${d.quotient(String(PARTS), 'length')} + CASE WHEN position > length - ${PARTS} % length THEN 1 ELSE 0 END FROM ranked
-      UNION ALL
-      SELECT 'time_decay', purchased, occurred, platform, campaign, currency, total, decay_floor + CASE WHEN decay_rank <= ${PARTS} - decay_floors THEN 1 ELSE 0 END FROM ranked
+      SELECT c.model, c.mode, CASE WHEN c.mode = 'cash' THEN purchased ELSE occurred END AS counted, platform, campaign, currency, total,
+             CASE ${REFERENCE_MODELS.map((model) => `WHEN c.model = '${model}' THEN ${parts[model]}`).join(' ')} END AS parts
+        FROM ranked CROSS JOIN combinations c
     ),
     unattributed AS (
       SELECT o.purchased, o.total, o.currency FROM purchases o
        WHERE ${inPeriod('o.purchased')} AND NOT EXISTS (SELECT 1 FROM paths p WHERE p.order_id = o.order_id)
     ),
-    combinations AS (
-      SELECT model, mode FROM (VALUES ${REFERENCE_MODELS.map((model) => `('${model}')`).join(', ')}) AS m (model) CROSS JOIN (VALUES ('cash'), ('accrual')) AS modes (mode)
-    ),
     credit_rows AS (
-      ${sums('cash', 'purchased')}
-      UNION ALL ${sums('accrual', 'occurred')}
+      SELECT model, mode, ${d.day('counted')} AS day, platform, campaign, currency,
+             round(sum(parts * total) / ${PARTS}, 6) AS rev, round(sum(parts) / ${PARTS}.0, 6) AS txns
+        FROM credits WHERE parts > 0 AND ${inPeriod('counted')}
+       GROUP BY model, mode, ${d.day('counted')}, platform, campaign, currency
       UNION ALL
       SELECT model, mode, ${d.day('purchased')}, 'unattributed', '', currency, round(sum(total), 6), count(*)
         FROM unattributed CROSS JOIN combinations
@@ -156,8 +157,14 @@ const rowsOf = (rows: Record<string, unknown>[]): ReferenceRow[] =>
     spend: Number(row.spend),
   }));
 
+/** The rows, and the seconds the statement took to compute them (into a table: reading them out is not timed, as it is the driver's work). */
+export interface ReferenceResult {
+  seconds: number;
+  rows: ReferenceRow[];
+}
+
 /** The reference on PostgreSQL, over the client's rows of the service's own tables, on the connection `client`. */
-export async function postgresReference(client: pg.Client, clientId: string, { from, to, windowDays }: ReferencePeriod): Promise<ReferenceRow[]> {
+export async function postgresReference(client: pg.Client, clientId: string, { from, to, windowDays }: ReferencePeriod): Promise<ReferenceResult> {
   const dialect: Dialect = {
     msBetween: (later, earlier) => float(`extract(epoch FROM ${later} - ${earlier}) * 1000`),
     daysBefore: (at, days) => `${at} - ${days} * interval '${DAY_MS} milliseconds'`,
@@ -169,30 +176,37 @@ export async function postgresReference(client: pg.Client, clientId: string, { f
     ofClient: (alias) => `${alias}.client_id = $1 AND ${alias}.environment = 'production'`,
   };
   await client.query("SET work_mem = '256MB'");
-  return rowsOf((await client.query(referenceSql(dialect, windowDays), [clientId])).rows);
+  await client.query('DROP TABLE IF EXISTS reference_rows');
+  const started = performance.now();
+  await client.query(`CREATE TEMPORARY TABLE reference_rows AS ${referenceSql(dialect, windowDays)}`, [clientId]);
+  const seconds = (performance.now() - started) / 1000;
+  return { seconds, rows: rowsOf((await client.query('SELECT * FROM reference_rows')).rows) };
 }
 
-/** DuckDB over copies of the client's orders, visits and identities, instants as milliseconds. */
+/** DuckDB over copies of the client's orders, touchpoints, identities and hourly spend, instants as microseconds. */
 export interface DuckDbCopy {
   connection: DuckDBConnection;
   close(): void;
 }
+
+/** A timestamptz as the microseconds since the epoch it holds, exactly. */
+const MICROSECONDS = (column: string) => `(extract(epoch FROM ${column}) * 1000000)::bigint`;
 
 /** The client's rows copied from PostgreSQL into an in-memory DuckDB, through CSV files (its extensions cannot be downloaded here). */
 export async function copyIntoDuckDb(connectionString: string, clientId: string, dir: string): Promise<DuckDbCopy> {
   if (!/^[0-9a-f-]{36}$/.test(clientId)) throw new Error(`Not a client id: ${clientId}`);
   const tables = {
     orders: {
-      select: `SELECT order_id, customer_id, (extract(epoch FROM time_of_purchase) * 1000)::bigint AS time_of_purchase, purchase_total, currency FROM orders`,
+      select: `SELECT order_id, customer_id, ${MICROSECONDS('time_of_purchase')} AS time_of_purchase, purchase_total, currency FROM orders`,
       columns: { order_id: 'VARCHAR', customer_id: 'VARCHAR', time_of_purchase: 'BIGINT', purchase_total: 'DECIMAL(38,10)', currency: 'VARCHAR' },
     },
     touchpoints: {
-      select: `SELECT touchpoint_id, (extract(epoch FROM occurred_at) * 1000)::bigint AS occurred_at, type, channel, platform_name, campaign_id, visitor_id, customer_id
+      select: `SELECT touchpoint_id, ${MICROSECONDS('occurred_at')} AS occurred_at, type, channel, platform_name, campaign_id, visitor_id, customer_id
                  FROM touchpoints`,
       columns: { touchpoint_id: 'VARCHAR', occurred_at: 'BIGINT', type: 'VARCHAR', channel: 'VARCHAR', platform_name: 'VARCHAR', campaign_id: 'VARCHAR', visitor_id: 'VARCHAR', customer_id: 'VARCHAR' },
     },
     spend_hourly: {
-      select: `SELECT (extract(epoch FROM period) * 1000)::bigint AS period, platform_name, campaign_id, spend, spend_currency FROM spend_hourly`,
+      select: `SELECT ${MICROSECONDS('period')} AS period, platform_name, campaign_id, spend, spend_currency FROM spend_hourly`,
       columns: { period: 'BIGINT', platform_name: 'VARCHAR', campaign_id: 'VARCHAR', spend: 'DECIMAL(38,10)', spend_currency: 'VARCHAR' },
     },
     identities: {
@@ -221,18 +235,22 @@ export async function copyIntoDuckDb(connectionString: string, clientId: string,
 }
 
 /** The reference on DuckDB, over a copy. */
-export async function duckDbReference({ connection }: DuckDbCopy, { from, to, windowDays }: ReferencePeriod): Promise<ReferenceRow[]> {
-  const ms = (day: string) => Date.parse(`${day}T00:00:00Z`);
+export async function duckDbReference({ connection }: DuckDbCopy, { from, to, windowDays }: ReferencePeriod): Promise<ReferenceResult> {
+  const microseconds = (day: string) => Date.parse(`${day}T00:00:00Z`) * 1000;
   const dialect: Dialect = {
-    msBetween: (later, earlier) => float(`${later} - ${earlier}`),
-    daysBefore: (at, days) => `${at} - ${days * DAY_MS}`,
-    day: (at) => `strftime(epoch_ms(${at}), '%Y-%m-%d')`,
+    msBetween: (later, earlier) => `${float(`${later} - ${earlier}`)} / ${float(1000)}`,
+    daysBefore: (at, days) => `${at} - ${days * DAY_MS * 1000}`,
+    day: (at) => `strftime(make_timestamp(${at}), '%Y-%m-%d')`,
     quotient: (dividend, divisor) => `${dividend} // ${divisor}`,
     byteOrder: (column) => column,
-    from: String(ms(from)),
-    to: String(ms(to)),
+    from: String(microseconds(from)),
+    to: String(microseconds(to)),
     ofClient: () => 'true',
   };
-  const result = await connection.runAndReadAll(referenceSql(dialect, windowDays));
-  return rowsOf(result.getRowObjectsJS() as Record<string, unknown>[]);
+  await connection.run('DROP TABLE IF EXISTS reference_rows');
+  const started = performance.now();
+  await connection.run(`CREATE TABLE reference_rows AS ${referenceSql(dialect, windowDays)}`);
+  const seconds = (performance.now() - started) / 1000;
+  const result = await connection.runAndReadAll('SELECT * FROM reference_rows');
+  return { seconds, rows: rowsOf(result.getRowObjectsJS() as Record<string, unknown>[]) };
 }
