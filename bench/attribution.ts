@@ -39,7 +39,7 @@ import { createTouchpointRepository } from '../src/touchpoints/repository.js';
 import { generateTouchpoints, generateVisit, random } from './generate.js';
 import { BATCH_SIZE, CONNECTIONS, batchesWithIds, poster, runPhase, type PhaseResult } from './load.js';
 import { DAY_MS, ORDERS, TODAY, VIEWS, VISITORS, VISITS, loadDataSet, seconds, thousands } from './seed.js';
-import { anotherStore, benchEachStore, postgresCpuSeconds, startServer, type RunningServer, type Store } from './server.js';
+import { anotherStore, benchEachStore, exportOutcome, postgresCpuSeconds, startServer, type RunningServer, type Store } from './server.js';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 15);
 const INGESTION_ONLY = Boolean(process.env.BENCH_ATTRIBUTION_INGESTION_ONLY);
@@ -174,11 +174,7 @@ async function runExport(server: RunningServer, exportsDir: string, part: string
   const created = await fetch(`${server.url}/v1/exports/data-export`, { method: 'POST', headers: server.headers, body: JSON.stringify(body) });
   if (created.status !== 201) return unavailable(part, `${created.status} ${(await created.text()).slice(0, 300)}`, target);
   const { id } = (await created.json()) as { id: string };
-  let result: { status: string; warn: unknown };
-  do {
-    await new Promise((resolve) => setTimeout(resolve, 50));
-    result = (await (await fetch(`${server.url}/v1/exports/data-export/result/${id}`, { headers: server.headers })).json()) as typeof result;
-  } while (result.status === 'PENDING');
+  const result = await exportOutcome(server, id, 50);
   const took = seconds(started);
   if (result.status !== 'SUCCESS') return unavailable(part, `${result.status} ${JSON.stringify(result.warn)}`, target);
   let lines = 0;

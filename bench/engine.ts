@@ -25,7 +25,7 @@ import path from 'node:path';
 import pg from 'pg';
 import { copyIntoDuckDb, duckDbReference, postgresReference, REFERENCE_MODELS, type ReferenceRow } from './reference.js';
 import { DATA_PROFILES, DAY_MS, ORDERS, TODAY, VIEWS, VISITS, loadDataSet, scaledProfile, seconds, thousands, type DataProfileName } from './seed.js';
-import { anotherStore, benchEachStore, postgresCpuSeconds, processCpu, startServer, type RunningServer, type Store } from './server.js';
+import { anotherStore, benchEachStore, exportOutcome, postgresCpuSeconds, processCpu, startServer, type RunningServer, type Store } from './server.js';
 
 interface Profile {
   name: string;
@@ -78,11 +78,7 @@ async function yearExport(server: RunningServer, exportsDir: string, windowDays:
   });
   if (created.status !== 201) throw new Error(`export: ${created.status} ${await created.text()}`);
   const { id } = (await created.json()) as { id: string };
-  let result: { status: string; warn: unknown };
-  do {
-    await new Promise((resolve) => setTimeout(resolve, 100));
-    result = (await (await fetch(`${server.url}/v1/exports/data-export/result/${id}`, { headers: server.headers })).json()) as typeof result;
-  } while (result.status === 'PENDING');
+  const result = await exportOutcome(server, id, 100);
   const took = seconds(started);
   if (result.status !== 'SUCCESS') throw new Error(`export: ${result.status} ${JSON.stringify(result.warn)}`);
   const rows: ReferenceRow[] = [];

@@ -267,3 +267,13 @@ function memoryMb(pid: number, field: 'VmHWM' | 'VmRSS'): number | undefined {
     return undefined; // not Linux, or the process is gone
   }
 }
+
+/** Polls an export of `server` every `pollMs` until it is no longer PENDING; its status and warnings. */
+export async function exportOutcome(server: RunningServer, id: string, pollMs: number): Promise<{ status: string; warn: unknown }> {
+  let result: { status: string; warn: unknown };
+  do {
+    await new Promise((resolve) => setTimeout(resolve, pollMs));
+    result = (await (await fetch(`${server.url}/v1/exports/data-export/result/${id}`, { headers: server.headers })).json()) as typeof result;
+  } while (result.status === 'PENDING');
+  return result;
+}
