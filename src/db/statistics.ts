@@ -1,6 +1,8 @@
 import type { Logger } from 'pino';
 import { startPeriodic } from '../periodic.js';
 import type { Database } from './database.js';
+import { stoppedOnLimit } from './errors.js';
+import { lockWaitAtMost } from './limits.js';
 
 /**
  * The service's tables whose files grew past what their statistics say by a fifth (and 8 pages),
@@ -19,21 +21,47 @@ const GROWN_TABLES = `
 const running = new WeakMap<Database, Promise<string[]>>();
 
 /**
+ * How long the check and each ANALYZE wait for a table's lock: a table held by a migration or a
+ * backup's exclusive lock is left for the next run rather than holding up the read that asked.
+ */
+const LOCK_WAIT_MS = 200;
+
+/**
  * ANALYZEs the tables that grew past their statistics (GROWN_TABLES); answers their names. Reads
  * that plan statements over the service's tables (reports, exports, the keeper) call it first, so
  * that the first report after a load is planned on its data, not on empty tables (35 s against
  * 1 s on the embedded store for a first load of 2,615 orders and 16,914 touchpoints): finding none
- * grown costs a catalogue read. Callers while a run is under way share it.
+ * grown costs a catalogue read. Callers while a run is under way share it. A table whose lock is
+ * held longer than LOCK_WAIT_MS is skipped until the next run.
  */
 export function analyzeGrownTables(db: Database): Promise<string[]> {
+  const waitingAtMost = lockWaitAtMost(LOCK_WAIT_MS);
+  const lockedMeanwhile = (error: unknown) => {
+    if (stoppedOnLimit(error) !== 'lock_wait') throw error;
+  };
   const run =
     running.get(db) ??
     (async () => {
       try {
-        const grown = await db.query<{ name: string }>(GROWN_TABLES);
-        // Names from the catalogue, not input; quoted as identifiers all the same.
-        for (const { name } of grown) await db.exec(`ANALYZE "${name.replaceAll('"', '""')}"`);
-        return grown.map(({ name }) => name);
+        const grown = await db
+          .transaction(async (tx) => {
+            await waitingAtMost(tx);
+            return tx.query<{ name: string }>(GROWN_TABLES);
+          })
+          .catch((error: unknown) => (lockedMeanwhile(error), []));
+        const analyzed: string[] = [];
+        for (const { name } of grown) {
+          // Names from the catalogue, not input; quoted as identifiers all the same.
+          const done = await db
+            .transaction(async (tx) => {
+              await waitingAtMost(tx);
+              await tx.exec(`ANALYZE "${name.replaceAll('"', '""')}"`);
+              return true;
+            })
+            .catch((error: unknown) => (lockedMeanwhile(error), false));
+          if (done) analyzed.push(name);
+        }
+        return analyzed;
       } finally {
         running.delete(db);
       }
