@@ -12,11 +12,11 @@ import { loadConfig, type Config } from '../src/config.js';
 import { openDatabase, type Database } from '../src/db/index.js';
 import { migrate } from '../src/db/migrate.js';
 import { createLogger } from '../src/logger.js';
-import { openPglite } from '../src/db/pglite.js';
 import { openPostgres } from '../src/db/postgres.js';
 import { createExportJobs } from '../src/exports/jobs.js';
 import { recordingStatements } from './citus-routing.js';
 import { createScratchDatabase } from './databases.js';
+import { openTemplatePglite } from './pglite-templates.js';
 import { createExportProducer } from '../src/exports/produce.js';
 import { startExportWorker, type ExportWorkerOptions } from '../src/exports/worker.js';
 import type { ErrorEnvelope } from '../src/http/error-envelope.js';
@@ -43,8 +43,7 @@ export const serverUrl = citusUrl ?? (process.env.DATABASE_URL || undefined);
  */
 export async function createTestDatabase({ migrated = true, queryTimeoutMs }: { migrated?: boolean; queryTimeoutMs?: number } = {}): Promise<TestDatabase> {
   if (!serverUrl) {
-    const db = await openPglite(undefined);
-    if (migrated) await migrate(db);
+    const db = await openTemplatePglite({ migrated });
     return { db, url: undefined, drop: () => db.close() };
   }
   const scratch = await createScratchDatabase({ url: serverUrl, citus: Boolean(citusUrl) }, 'tributary_test');

@@ -1,6 +1,6 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { PGlite, type Transaction } from '@electric-sql/pglite';
-import type { ThreadRequest, ThreadAnswer } from './pglite.js';
+import type { ThreadAnswer, ThreadData, ThreadRequest } from './pglite.js';
 
 /*
  * The embedded store's thread (src/db/pglite.ts): PGlite, which runs each statement to its end on
@@ -10,7 +10,8 @@ import type { ThreadRequest, ThreadAnswer } from './pglite.js';
  */
 
 const port = parentPort!;
-const pglite = await PGlite.create((workerData as { dataDir: string | undefined }).dataDir ?? 'memory://');
+const { dataDir, startingFrom } = workerData as ThreadData;
+const pglite = await PGlite.create(dataDir ?? 'memory://', startingFrom ? { loadDataDir: new Blob([startingFrom]) } : {});
 const transactions = new Map<number, OpenTransaction>();
 const listening = new Map<string, () => Promise<void>>();
 /** The last LISTEN or UNLISTEN asked of each channel: each waits for the one before, so that they end in the order asked. */
@@ -98,6 +99,8 @@ async function handle(request: ThreadRequest): Promise<unknown> {
         await listening.get(request.channel)?.();
         listening.delete(request.channel);
       });
+    case 'dump':
+      return new Uint8Array(await (await pglite.dumpDataDir('none')).arrayBuffer());
     case 'close':
       await pglite.close();
       return undefined;

@@ -10,6 +10,7 @@ type Ask =
   | { op: 'begin' }
   | { op: 'commit' | 'rollback'; tx: number }
   | { op: 'listen' | 'unlisten'; channel: string }
+  | { op: 'dump' }
   | { op: 'close' };
 export type ThreadRequest = { id: number } & Ask;
 
@@ -36,17 +37,31 @@ function startThread(workerData: unknown): Worker {
   return new Worker(bootstrap, { eval: true, workerData });
 }
 
+/** What the store's thread is started with: its data directory (none: in memory), and a store to start from. */
+export interface ThreadData {
+  dataDir: string | undefined;
+  startingFrom: Uint8Array | undefined;
+}
+
+/** The embedded store, which can also be copied whole. */
+export interface EmbeddedDatabase extends Database {
+  /** A copy of the store's data directory, as a tarball that `openPglite`'s `startingFrom` opens. */
+  dump(): Promise<Uint8Array>;
+}
+
 /**
- * Opens the embedded store. `dataDir` undefined keeps everything in memory (tests). A data
+ * Opens the embedded store. `dataDir` undefined keeps everything in memory (tests). A store opened
+ * `startingFrom` a dump (EmbeddedDatabase.dump) starts as that one was, without creating a new
+ * cluster (initdb: seconds; tests start each store from one migrated copy). A data
  * directory can be open in one process only, so a lock file names the process holding it.
  * PGlite runs on a thread of its own (pglite-thread.ts): a statement runs to its end on the
  * thread that calls it, and on the main thread a long one stopped every request, health checks
  * and signals included. It runs one statement at a time, so its transactions never race and need
  * no retry; a transaction holds the store until it ends.
  */
-export async function openPglite(dataDir: string | undefined): Promise<Database> {
+export async function openPglite(dataDir: string | undefined, { startingFrom }: { startingFrom?: Uint8Array } = {}): Promise<EmbeddedDatabase> {
   const release = dataDir ? lockDataDir(dataDir) : () => {};
-  const thread = startThread({ dataDir });
+  const thread = startThread({ dataDir, startingFrom } satisfies ThreadData);
   const pending = new Map<number, { resolve: (result: unknown) => void; reject: (error: Error) => void }>();
   const listeners = new Map<string, Set<() => void>>();
   let asked = 0;
@@ -130,6 +145,7 @@ export async function openPglite(dataDir: string | undefined): Promise<Database>
         },
       };
     },
+    dump: () => ask<Uint8Array>({ op: 'dump' }),
     async close() {
       try {
         if (!stopped) await ask({ op: 'close' });

@@ -1,0 +1,62 @@
+import { createHash } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { migrate } from '../src/db/migrate.js';
+import { openPglite, type EmbeddedDatabase } from '../src/db/pglite.js';
+
+/*
+ * Test stores on the embedded store start from a copy of a new one (PGlite's dump of its data
+ * directory) instead of creating their own cluster: PGlite's initdb takes 5–9 s of CPU, loading a
+ * copy under 2, and the suite opens about 150 stores. The copies are kept where build tools keep
+ * caches, node_modules/.cache, named by PGlite's version and, for the migrated one, by every
+ * migration's name and text, so that a change of either makes a new copy. Test processes running
+ * side by side each write a copy under a name of their own and rename it: a reader finds a whole
+ * copy or none.
+ */
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const CACHE_DIR = path.join(ROOT, 'node_modules', '.cache', 'tributary');
+const MIGRATIONS_DIR = path.join(ROOT, 'migrations');
+const PGLITE_VERSION = (JSON.parse(fs.readFileSync(path.join(ROOT, 'node_modules/@electric-sql/pglite/package.json'), 'utf8')) as { version: string }).version;
+
+function templateName(migrated: boolean): string {
+  const hash = createHash('sha256').update(PGLITE_VERSION);
+  if (migrated) {
+    for (const file of fs.readdirSync(MIGRATIONS_DIR).sort()) hash.update(file).update(fs.readFileSync(path.join(MIGRATIONS_DIR, file)));
+  }
+  return `pglite-${migrated ? 'migrated' : 'empty'}-${hash.digest('hex').slice(0, 16)}.tar`;
+}
+
+async function makeTemplate(migrated: boolean, file: string): Promise<Uint8Array> {
+  const db = await openPglite(undefined);
+  let dump: Uint8Array;
+  try {
+    if (migrated) await migrate(db);
+    dump = await db.dump();
+  } finally {
+    await db.close();
+  }
+  fs.mkdirSync(CACHE_DIR, { recursive: true });
+  const partial = `${file}.${process.pid}.partial`;
+  fs.writeFileSync(partial, dump);
+  fs.renameSync(partial, file);
+  return dump;
+}
+
+const templates = new Map<boolean, Promise<Uint8Array>>();
+
+function template(migrated: boolean): Promise<Uint8Array> {
+  let made = templates.get(migrated);
+  if (!made) {
+    const file = path.join(CACHE_DIR, templateName(migrated));
+    made = fs.existsSync(file) ? fs.promises.readFile(file).then((buffer) => new Uint8Array(buffer)) : makeTemplate(migrated, file);
+    templates.set(migrated, made);
+  }
+  return made;
+}
+
+/** A new in-memory embedded store, empty or migrated, started from the kept copy of one. */
+export async function openTemplatePglite({ migrated }: { migrated: boolean }): Promise<EmbeddedDatabase> {
+  return openPglite(undefined, { startingFrom: await template(migrated) });
+}
