@@ -137,6 +137,16 @@ test('campaign rows: spend and touchpoint objects, channel and unattributed rows
   ]);
 });
 
+test('an export without first-order or new-visit metrics leaves their probes out, with the same rows and figures', async () => {
+  const client = await scenario();
+  const options = { attribution_models: ['linear', 'first_touch'], attribution_windows: ['30'], accounting_modes: ['cash', 'accrual'] };
+  const cheap = METRICS.filter((metric) => !['revFt', 'revRtn', 'newVisits'].includes(metric));
+  const everything = await exportRows(client, campaignExport(options));
+  const without = await exportRows(client, campaignExport(options, { metrics: cheap.map((id) => ({ id, label: id })) }));
+  assert.ok(everything.some((row) => row.newVisits !== '0' && row.revRtn !== '0.000000'));
+  assert.deepEqual(table(without, [...COLUMNS, ...cheap]), table(everything, [...COLUMNS, ...cheap]));
+});
+
 test('each model its own set of rows, in the order asked', async () => {
   const client = await scenario();
   const rows = await exportRows(

@@ -113,6 +113,24 @@ export interface AttributionSqlContext {
    * spend (`records`): always, but when the daily totals are written, which keep the touchpoints' own.
    */
   accountsFromSpend?: boolean;
+  /**
+   * Whether the statement reads the sums that cost a probe each: rev_ft and txns_ft (an order's
+   * probe for an earlier order of its customer) and new_visits (a visitor's probe for an earlier
+   * visit). Those not read are zero. Left out: both are read.
+   */
+  reads?: OptionalSums;
+}
+
+/** The sums of ATTRIBUTION_SUMS that an attributed statement may leave out (zero), and whether it reads them. */
+export interface OptionalSums {
+  firstOrders: boolean;
+  newVisits: boolean;
+}
+
+/** Which optional sums metrics read, given each metric's expression (attributionMetrics). */
+export function optionalSumsReadBy(expressions: readonly string[]): OptionalSums {
+  const reads = (sum: string) => expressions.some((expression) => new RegExp(`\\b${sum}\\b`).test(expression));
+  return { firstOrders: reads('rev_ft') || reads('txns_ft'), newVisits: reads('new_visits') };
 }
 
 /** The kept daily totals of the local days [fromDay, toDay) (SQL dates), and the bucket of such a day. */
@@ -159,6 +177,7 @@ export function attributionCtes({
   kept,
   source = { kind: 'paths' },
   accountsFromSpend = true,
+  reads = { firstOrders: true, newVisits: true },
 }: AttributionSqlContext): string[] {
   const models = [...new Set(combinations.map((combination) => combination.model))];
   const windows = [...new Set(combinations.map((combination) => combination.window))];
@@ -256,7 +275,7 @@ export function attributionCtes({
     const creditedAsRead = accrual
       ? [
           `order_credits AS (
-      WITH ${pathsSql({ clientId: '$1', environment: '$2', orders: { purchasedFrom: localDayStart(ordersBefore, '$3'), purchasedBefore: orders.purchasedBefore, byIndex: true }, windows })}
+      WITH ${pathsSql({ clientId: '$1', environment: '$2', orders: { purchasedFrom: localDayStart(ordersBefore, '$3'), purchasedBefore: orders.purchasedBefore, byIndex: true }, windows, firstOrders: reads.firstOrders })}
       ${orderCredits})`,
         ]
       : [];
@@ -283,7 +302,7 @@ export function attributionCtes({
     ...preamble,
     // Paths are built in a WITH of their own, whose names cannot meet the export's.
     `order_credits AS (
-      WITH ${pathsSql({ clientId: '$1', environment: '$2', orders: pathsOf, windows })}
+      WITH ${pathsSql({ clientId: '$1', environment: '$2', orders: pathsOf, windows, firstOrders: reads.firstOrders })}
       ${orderCredits})`,
     // Each mode's sums are made apart, by hashing the credits once per mode, rather than by
     // sorting every credit once per combination (a year of three models took 50 s to sort).
@@ -292,13 +311,12 @@ export function attributionCtes({
         FROM (${modes.map((mode) => creditsCountedIn(mode)).join('\nUNION ALL\n')}) AS k
         JOIN combinations c ON c.credited_by = k.model AND c.window_days IS NOT DISTINCT FROM k.window_days AND c.accounting_mode = k.mode)`,
     `visit_totals AS (
-      WITH period_visits AS MATERIALIZED (${periodVisits}),
-      new_visits AS (SELECT * FROM (${newVisits}) AS n WHERE ${notVisitedBefore})
+      WITH period_visits AS MATERIALIZED (${periodVisits})${reads.newVisits ? `,
+      new_visits AS (SELECT * FROM (${newVisits}) AS n WHERE ${notVisitedBefore})` : ''}
       SELECT ${bucketOf('occurred_at')} AS bucket${keyList}, sum(visit) AS visits, sum(new_visit) AS new_visits
         FROM ${accounted(
           `(SELECT occurred_at, ${AD_COLUMNS.join(', ')}, 1 AS visit, 0 AS new_visit FROM period_visits
-            UNION ALL
-            SELECT occurred_at, ${AD_COLUMNS.join(', ')}, 0, 1 FROM new_visits)`,
+            ${reads.newVisits ? `UNION ALL SELECT occurred_at, ${AD_COLUMNS.join(', ')}, 0, 1 FROM new_visits` : ''})`,
           ['occurred_at', 'visit', 'new_visit'],
         )} AS v
        ${where(kept)}

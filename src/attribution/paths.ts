@@ -42,6 +42,11 @@ export interface PathsSpec {
   orders: { orderId: string } | { orderIds: string } | Purchased | { keptFrom: string; keptBefore: string };
   /** The windows of the paths: each order has a path per window. */
   windows: readonly AttributionWindow[];
+  /**
+   * Whether `first_order` is worked out (a probe of the customer's orders for each order), or
+   * false on every path because nothing read will use it. Kept paths always have it. Default true.
+   */
+  firstOrders?: boolean;
 }
 
 /** Orders purchased in [purchasedFrom, purchasedBefore), SQL instants. */
@@ -69,7 +74,7 @@ const touchpointColumns = (alias: string) => TOUCHPOINT_COLUMNS.map((column) => 
  * so that `WITH ${pathsSql(spec)} SELECT … FROM (${creditsSql('candidates', models)}) …` credits
  * them.
  */
-export function pathsSql({ clientId, environment, orders, windows }: PathsSpec): string {
+export function pathsSql({ clientId, environment, orders, windows, firstOrders = true }: PathsSpec): string {
   if (windows.length === 0 || windows.some((window) => !WINDOWS.includes(window))) throw new Error(`Bad windows: ${windows.join(', ')}`);
   const tenantOf = (alias: string) => `${alias}.client_id = ${clientId} AND ${alias}.environment = ${environment}`;
   const lookback = windows.includes(UNLIMITED) ? undefined : `${Math.max(...(windows as number[]))} * interval '${DAY_MS} milliseconds'`;
@@ -91,9 +96,9 @@ export function pathsSql({ clientId, environment, orders, windows }: PathsSpec):
   return `
     purchases AS (
       SELECT o.order_id, o.customer_id, o.time_of_purchase, o.purchase_total, o.currency,
-             NOT EXISTS (SELECT FROM orders f
+             ${firstOrders ? `NOT EXISTS (SELECT FROM orders f
                           WHERE ${tenantOf('f')} AND f.customer_id = o.customer_id
-                            AND (f.time_of_purchase, f.order_id) < (o.time_of_purchase, o.order_id)) AS first_order
+                            AND (f.time_of_purchase, f.order_id) < (o.time_of_purchase, o.order_id))` : 'false'} AS first_order
         FROM orders o
        WHERE ${tenantOf('o')} AND ${selected}
     ),

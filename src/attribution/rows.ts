@@ -7,6 +7,7 @@ import {
   COMBINATION_KEYS,
   attributionCtes,
   attributionMetrics,
+  optionalSumsReadBy,
   type AttributionCombination,
 } from './attributed-rows.js';
 import { PLATFORM_METRICS, platformNamesOf, type BreakdownKey, type PlatformMetric } from './catalog.js';
@@ -262,6 +263,8 @@ export function exportRowsSql(query: ExportRowsQuery): { sql: string; params: un
     ...(withOrders ? ORDER_METRICS.filter(([metric]) => !(attributed && metric === 'aov')) : []),
     ...(attributed ? attributionMetrics(ratio, RATIO_SCALE) : []),
   ].filter(([metric]) => !metricsComputed || metricsComputed.includes(metric));
+  // Sums that cost a probe an order or a visitor are worked out only for the metrics that read them.
+  const reads = optionalSumsReadBy(metrics.map(([, expression]) => expression));
   // An hour of spend is in the period when it starts in it; orders, refunds and touchpoints are
   // taken by the same rule, so no hour is cut short (a local midnight is not always an hour's start).
   const ceilHour = (instant: string) => `(date_trunc('hour', ${instant} AT TIME ZONE 'UTC' - interval '1 microsecond') AT TIME ZONE 'UTC' + interval '1 hour')`;
@@ -303,7 +306,7 @@ export function exportRowsSql(query: ExportRowsQuery): { sql: string; params: un
       // Objects with credits or visits and no spend in the period are named by their ids.
       ctes.push(
         `object_spend AS (${objectSpend})`,
-        ...attributionCtes({ combinations: attribution, params, fromInstant: ordersFrom, toInstant: ordersTo, bucketOf, keys: partition, kept, source }),
+        ...attributionCtes({ combinations: attribution, params, fromInstant: ordersFrom, toInstant: ordersTo, bucketOf, keys: partition, kept, source, reads }),
       );
       const keyColumns = partition.map((key, index) => `${key} AS key_${index}`);
       // Spend and credits of an object in a bucket and currency are added up, not joined: a full
@@ -362,7 +365,7 @@ export function exportRowsSql(query: ExportRowsQuery): { sql: string; params: un
         FROM (${storeSql}) AS store CROSS JOIN combinations`);
     } else {
       // Summed over the ad objects: the store row of each combination holds all its credits, unattributed ones included.
-      ctes.push(...attributionCtes({ combinations: attribution, params, fromInstant: ordersFrom, toInstant: ordersTo, bucketOf, keys: [], kept: [], source }));
+      ctes.push(...attributionCtes({ combinations: attribution, params, fromInstant: ordersFrom, toInstant: ordersTo, bucketOf, keys: [], kept: [], source, reads }));
       const storeColumns = columns.slice(1, columns.indexOf('currency'));
       parts.push(`SELECT ${COMBINATION_KEYS.join(', ')}, bucket, ${[...sortKeys, ...storeColumns].map((column) => `${column}, `).join('')}currency,
              ${[...sums, ...ATTRIBUTION_SUMS.map(([sum]) => sum)].map((sum) => `coalesce(${sum}, 0) AS ${sum}`).join(', ')}
