@@ -12,7 +12,9 @@
  * 3. the same figures by the reference statement on PostgreSQL, and by DuckDB over copies of the
  *    client's orders, touchpoints and identities (the copy timed apart); every row of the three
  *    compared;
- * 4. later, once the tables are vacuumed and analyzed (what autovacuum does in time): the report
+ * 4. where the export's time goes in PostgreSQL: its statement under EXPLAIN ANALYZE, by part
+ *    (bench/statement-profile.ts; BENCH_ENGINE_EXPLAIN=0 leaves it out);
+ * 5. later, once the tables are vacuumed and analyzed (what autovacuum does in time): the report
  *    of another model (computed, not kept), and the export again.
  *
  *   npm run bench:engine                                                   # 1,000,000 orders, 5,000,000 visits
@@ -23,8 +25,12 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
+import { exportRowsSql, ROWS_TRANSACTION_SETTINGS } from '../src/attribution/rows.js';
+import { planExport, rowsPlanOf } from '../src/exports/plan.js';
+import type { ExportRequest } from '../src/exports/schema.js';
 import { copyIntoDuckDb, duckDbReference, postgresReference, REFERENCE_MODELS, type ReferenceRow } from './reference.js';
 import { DATA_PROFILES, DAY_MS, ORDERS, TODAY, VIEWS, VISITS, loadDataSet, scaledProfile, seconds, thousands, type DataProfileName } from './seed.js';
+import { profileStatement, type StatementPart } from './statement-profile.js';
 import { anotherStore, benchEachStore, exportOutcome, postgresCpuSeconds, processCpu, startServer, type RunningServer, type Store } from './server.js';
 
 interface Profile {
@@ -60,21 +66,24 @@ async function report(server: RunningServer, model: string): Promise<number> {
   return seconds(started);
 }
 
+/** The year's export: 3 models, both modes, campaign, DAILY, spend, rev and txns. */
+const yearExportRequest = (windowDays: number | null): ExportRequest => ({
+  period_type: 'FIXED',
+  period_options: { period_starting_at: YEAR.from, period_ending_at: dayOf(-1) },
+  level: 'campaign',
+  time_granularity: 'DAILY',
+  attribution_options: { attribution_models: [...REFERENCE_MODELS], attribution_windows: [windowName(windowDays)], accounting_modes: ['cash', 'accrual'] },
+  metrics: [{ id: 'spend' }, { id: 'rev' }, { id: 'txns' }],
+  options: { include_ids: true },
+});
+
 /** The year's export to SUCCESS; its seconds and its rows as the reference's. */
 async function yearExport(server: RunningServer, exportsDir: string, windowDays: number | null): Promise<{ took: number; rows: ReferenceRow[] }> {
   const started = performance.now();
   const created = await fetch(`${server.url}/v1/exports/data-export`, {
     method: 'POST',
     headers: server.headers,
-    body: JSON.stringify({
-      period_type: 'FIXED',
-      period_options: { period_starting_at: YEAR.from, period_ending_at: dayOf(-1) },
-      level: 'campaign',
-      time_granularity: 'DAILY',
-      attribution_options: { attribution_models: REFERENCE_MODELS, attribution_windows: [windowName(windowDays)], accounting_modes: ['cash', 'accrual'] },
-      metrics: [{ id: 'spend' }, { id: 'rev' }, { id: 'txns' }],
-      options: { include_ids: true },
-    }),
+    body: JSON.stringify(yearExportRequest(windowDays)),
   });
   if (created.status !== 201) throw new Error(`export: ${created.status} ${await created.text()}`);
   const { id } = (await created.json()) as { id: string };
@@ -102,6 +111,23 @@ async function yearExport(server: RunningServer, exportsDir: string, windowDays:
     }
   }
   return { took, rows };
+}
+
+/**
+ * Where the year export's time goes in PostgreSQL: its rows' statement over the whole year, as
+ * the export runs it in slices (the client's time zone is UTC, its environment production).
+ */
+async function profileYearExport(dbUrl: string, clientId: string, windowDays: number | null): Promise<{ ms: number; parts: StatementPart[] }> {
+  const planned = planExport(yearExportRequest(windowDays), 'UTC', new Date(TODAY));
+  if (!('plan' in planned)) throw new Error(`the year's export: ${JSON.stringify(planned.problems)}`);
+  const { sql, params } = exportRowsSql({ tenant: { clientId, environment: 'production', dryRun: false }, ...rowsPlanOf(planned.plan) });
+  const client = new pg.Client({ connectionString: dbUrl });
+  await client.connect();
+  try {
+    return await profileStatement(client, sql, params, ROWS_TRANSACTION_SETTINGS);
+  } finally {
+    await client.end();
+  }
 }
 
 /** Rows of `theirs` that differ from `ours` (rows of zeros left out), and how many rows were compared. */
@@ -178,6 +204,12 @@ async function benchProfile(store: Store, profile: Profile): Promise<Row[]> {
         }
       } finally {
         fs.rmSync(copyDir, { recursive: true, force: true });
+      }
+      if (process.env.BENCH_ENGINE_EXPLAIN !== '0') {
+        const profiled = await profileYearExport(dbUrl, clientId, profile.windowDays);
+        const shown = profiled.parts.slice(0, 6);
+        row('year, its statement under EXPLAIN ANALYZE', (profiled.ms / 1000).toFixed(1), 'the whole year in one statement; its largest parts below, each node\'s own time summed');
+        for (const { part, ms } of shown) row(`  ${part}`, (ms / 1000).toFixed(1));
       }
       const vacuumed = await timed(async () => {
         const client = new pg.Client({ connectionString: dbUrl });
