@@ -1,12 +1,13 @@
 /**
  * The service keeps its tables' statistics (src/db/statistics.ts): a table that grew past them,
- * as after a load, is ANALYZEd, on both stores (the embedded one has no autovacuum).
+ * as after a load, is ANALYZEd, and one written since its last VACUUM is VACUUMed, on both stores
+ * (the embedded one has no autovacuum).
  */
 import assert from 'node:assert/strict';
 import { after, test } from 'node:test';
 import { generateOrder, generateVisit, random } from '../bench/generate.js';
 import { DAY_MS } from '../src/calendar.js';
-import { analyzeGrownTables } from '../src/db/statistics.js';
+import { analyzeGrownTables, vacuumWrittenTables } from '../src/db/statistics.js';
 import { citusUrl, makeOrder, postOrders, startService, type TestClient } from './helpers.js';
 
 const service = await startService();
@@ -32,6 +33,26 @@ test('a table loaded past its statistics is analyzed once; a table that did not 
   assert.ok(!analyzed.includes('spend_daily'), 'an empty table that did not grow');
   assert.equal((await statisticsOf('orders')).tuples, 3000);
   assert.deepEqual(await analyzeGrownTables(service.db), [], 'nothing grew since');
+});
+
+test('the keeper VACUUMs a table written since its last VACUUM, so that its pages are all-visible; then leaves it alone', { skip: citusUrl !== undefined }, async () => {
+  if (service.db.kind === 'postgres') await service.db.exec('ALTER TABLE spend_daily SET (autovacuum_enabled = false)');
+  const client = await service.createClient();
+  const records = Array.from({ length: 3000 }, (_, n) => ({ date: '2024-03-05', platform_name: 'meta', campaign_id: `c-${n}`, campaign_name: `C ${n}`, spend: 1.5, spend_currency: 'USD' }));
+  for (let n = 0; n < records.length; n += 1000) {
+    const response = await service.production.inject({ method: 'POST', url: '/v1/spend', headers: client.headers, payload: { data: records.slice(n, n + 1000) } });
+    assert.equal(response.statusCode, 201, response.body);
+  }
+  await analyzeGrownTables(service.db);
+  const visibility = async () =>
+    (await service.db.query<{ pages: number; visible: number }>("SELECT relpages AS pages, relallvisible AS visible FROM pg_class WHERE relname = 'spend_daily'"))[0]!;
+  const before = await visibility();
+  assert.ok(before.pages > 8 && before.visible < before.pages / 2, JSON.stringify(before));
+
+  assert.ok((await vacuumWrittenTables(service.db)).includes('spend_daily'));
+  const after = await visibility();
+  assert.ok(after.visible >= after.pages * 0.9, JSON.stringify(after));
+  assert.ok(!(await vacuumWrittenTables(service.db)).includes('spend_daily'), 'nothing written since');
 });
 
 /**
