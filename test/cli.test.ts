@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { buildApp } from '../src/app.js';
 import { loadConfig } from '../src/config.js';
 import { openDatabase, type Database } from '../src/db/index.js';
-import { UUID, cliError, cliJson, createChildStore, listOrders, pgliteEnv, tempDir, type ChildStore } from './helpers.js';
+import { UUID, cliError, cliJson, createChildStore, embeddedStoreOnly, listOrders, pgliteEnv, tempDir, type ChildStore } from './helpers.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const VERSIONS = fs
@@ -88,7 +88,7 @@ describe('CLI on the configured store', () => {
   });
 });
 
-describe('CLI on an embedded store that another process holds', () => {
+describe('CLI on an embedded store that another process holds', { skip: embeddedStoreOnly }, () => {
   const dataDir = tempDir();
   let db: Database;
   before(async () => {

@@ -5,11 +5,12 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { openPglite } from '../src/db/pglite.js';
+import { embeddedStoreOnly } from './helpers.js';
 
 /** A statement that keeps PGlite busy for a few seconds. */
 const LONG_STATEMENT = 'SELECT count(*)::int AS n FROM generate_series(1, 20000000)';
 
-test('a long statement of the embedded store leaves the event loop free: timers fire, other work goes on', async () => {
+test('a long statement of the embedded store leaves the event loop free: timers fire, other work goes on', { skip: embeddedStoreOnly }, async () => {
   const db = await openPglite(undefined);
   try {
     let longestGap = 0;
@@ -31,7 +32,7 @@ test('a long statement of the embedded store leaves the event loop free: timers 
   }
 });
 
-test('across the thread: errors keep their SQLSTATE, a transaction holds the store until it ends, a rollback undoes, notifications arrive', async () => {
+test('across the thread: errors keep their SQLSTATE, a transaction holds the store until it ends, a rollback undoes, notifications arrive', { skip: embeddedStoreOnly }, async () => {
   const db = await openPglite(undefined);
   try {
     const failed = await db.query('SELECT 1 / 0').catch((error: unknown) => error);

@@ -36,6 +36,13 @@ export const citusUrl = process.env.CITUS_URL || undefined;
 export const serverUrl = citusUrl ?? (process.env.DATABASE_URL || undefined);
 
 /**
+ * The `skip` of a test of the embedded store itself (its thread, its data directory, its backups)
+ * when the suite runs on a PostgreSQL server: CI runs the suite on both stores, and the embedded
+ * run has it.
+ */
+export const embeddedStoreOnly = serverUrl ? 'a test of the embedded store itself: the suite runs it on that store' : false;
+
+/**
  * A fresh, empty store for one test file: a new database on the server named by CITUS_URL (a
  * Citus coordinator, the database then made on every node) or DATABASE_URL, dropped afterwards;
  * or an in-memory PGlite when neither is set. It is migrated unless `migrated: false` is given;
