@@ -207,7 +207,7 @@ async function benchProfile(store: Store, profile: Profile): Promise<Row[]> {
       }
       if (process.env.BENCH_ENGINE_EXPLAIN !== '0') {
         const profiled = await profileYearExport(dbUrl, clientId, profile.windowDays);
-        const shown = profiled.parts.slice(0, 6);
+        const shown = profiled.parts.slice(0, 8);
         row('year, its statement under EXPLAIN ANALYZE', (profiled.ms / 1000).toFixed(1), 'the whole year in one statement; its largest parts below, each node\'s own time summed');
         for (const { part, ms } of shown) row(`  ${part}`, (ms / 1000).toFixed(1));
       }

@@ -9,10 +9,25 @@ export interface StatementPart {
 interface PlanNode {
   'Node Type': string;
   'Relation Name'?: string;
+  'Index Name'?: string;
   'Subplan Name'?: string;
+  'Sort Key'?: string[];
+  'Group Key'?: string[];
+  'Hash Cond'?: string;
+  'Join Filter'?: string;
+  'Function Name'?: string;
   'Actual Total Time': number;
   'Actual Loops': number;
   Plans?: PlanNode[];
+}
+
+/** What tells a node from others of its kind: its table and index, or its keys or condition, shortened. */
+function detailOf(node: PlanNode): string {
+  const relation = node['Relation Name'] ? ` on ${node['Relation Name']}${node['Index Name'] ? ` (${node['Index Name']})` : ''}` : '';
+  const keys = node['Sort Key'] ?? node['Group Key'];
+  const condition = keys ? `by ${keys.join(', ')}` : (node['Hash Cond'] ?? node['Join Filter'] ?? node['Function Name']);
+  const shortened = condition && condition.length > 90 ? `${condition.slice(0, 87)}...` : condition;
+  return `${relation}${shortened ? ` ${shortened.replace(/\s+/g, ' ')}` : ''}`;
 }
 
 /**
@@ -35,7 +50,7 @@ export async function profileStatement(client: pg.Client, sql: string, params: u
       const inclusive = (each: PlanNode) => each['Actual Total Time'] * each['Actual Loops'];
       const children = node.Plans ?? [];
       const own = node['Node Type'] === 'CTE Scan' ? 0 : inclusive(node) - children.reduce((sum, child) => sum + inclusive(child), 0);
-      const part = `${where}: ${node['Node Type']}${node['Relation Name'] ? ` on ${node['Relation Name']}` : ''}`;
+      const part = `${where}: ${node['Node Type']}${detailOf(node)}`;
       sums.set(part, (sums.get(part) ?? 0) + Math.max(own, 0));
       for (const child of children) visit(child, where);
     };
