@@ -49,6 +49,9 @@ test('the keeper VACUUMs a table written since its last VACUUM, so that its page
   const before = await visibility();
   assert.ok(before.pages > 8 && before.visible < before.pages / 2, JSON.stringify(before));
 
+  assert.deepEqual(await vacuumWrittenTables(service.db, AbortSignal.abort()), [], 'a stopping keeper starts no VACUUM');
+  assert.deepEqual(await visibility(), before);
+
   assert.ok((await vacuumWrittenTables(service.db)).includes('spend_daily'));
   const after = await visibility();
   assert.ok(after.visible >= after.pages * 0.9, JSON.stringify(after));

@@ -85,20 +85,24 @@ const TABLES_TO_VACUUM = `
    ORDER BY c.relname`;
 
 /**
- * VACUUMs the tables written since their last VACUUM (TABLES_TO_VACUUM); answers their names. A
- * table another VACUUM or a lock holds (autovacuum's, a migration's) is skipped, not waited for,
- * and named all the same: it is found again by the next run.
- * Background work only: a VACUUM reads every page not yet all-visible, seconds for a large table,
- * and on the embedded store holds the store meanwhile.
+ * VACUUMs the tables written since their last VACUUM (TABLES_TO_VACUUM); answers those that are
+ * no longer. A table another VACUUM or a lock holds (autovacuum's, a migration's) is skipped, not
+ * waited for; one whose VACUUM outran the statement time limit keeps the pages it marked and is
+ * taken up again by the next run. Background work only: a VACUUM reads every page not yet
+ * all-visible, seconds for a large table, and on the embedded store holds the store meanwhile;
+ * `signal` stops the run before its next table.
  */
-export async function vacuumWrittenTables(db: Database): Promise<string[]> {
-  const vacuumed: string[] = [];
-  for (const { name } of await db.query<{ name: string }>(TABLES_TO_VACUUM)) {
+export async function vacuumWrittenTables(db: Database, signal?: AbortSignal): Promise<string[]> {
+  const asked = (await db.query<{ name: string }>(TABLES_TO_VACUUM)).map(({ name }) => name);
+  for (const name of asked) {
+    if (signal?.aborted) break;
     // VACUUM cannot run in a transaction: SKIP_LOCKED, not a lock timeout, keeps it from waiting.
-    await db.exec(`VACUUM (SKIP_LOCKED) "${name.replaceAll('"', '""')}"`);
-    vacuumed.push(name);
+    await db.exec(`VACUUM (SKIP_LOCKED) "${name.replaceAll('"', '""')}"`).catch((error: unknown) => {
+      if (stoppedOnLimit(error) !== 'statement_time') throw error;
+    });
   }
-  return vacuumed;
+  const left = new Set((await db.query<{ name: string }>(TABLES_TO_VACUUM)).map(({ name }) => name));
+  return asked.filter((name) => !left.has(name));
 }
 
 /**
@@ -108,10 +112,10 @@ export async function vacuumWrittenTables(db: Database): Promise<string[]> {
 export function startStatisticsKeeper({ db, intervalMs, logger }: { db: Database; intervalMs: number; logger?: Logger }): { stop(): Promise<void> } {
   return startPeriodic(
     intervalMs,
-    async () => {
+    async (signal) => {
       const analyzed = await analyzeGrownTables(db);
       if (analyzed.length > 0) logger?.info({ tables: analyzed }, 'table statistics brought up to date');
-      const vacuumed = await vacuumWrittenTables(db);
+      const vacuumed = await vacuumWrittenTables(db, signal);
       if (vacuumed.length > 0) logger?.info({ tables: vacuumed }, 'tables vacuumed');
     },
     (error) => logger?.error({ err: error }, 'table statistics could not be brought up to date'),
