@@ -124,7 +124,8 @@ async function profileYearExport(dbUrl: string, clientId: string, windowDays: nu
   const client = new pg.Client({ connectionString: dbUrl });
   await client.connect();
   try {
-    return await profileStatement(client, sql, params, ROWS_TRANSACTION_SETTINGS);
+    // Through its cursor the export's statement has no parallel workers.
+    return await profileStatement(client, sql, params, [...ROWS_TRANSACTION_SETTINGS, 'SET LOCAL max_parallel_workers_per_gather = 0']);
   } finally {
     await client.end();
   }

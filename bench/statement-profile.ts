@@ -11,6 +11,7 @@ interface PlanNode {
   'Relation Name'?: string;
   'Index Name'?: string;
   'Subplan Name'?: string;
+  'Parent Relationship'?: string;
   'Sort Key'?: string[];
   'Group Key'?: string[];
   'Hash Cond'?: string;
@@ -33,10 +34,11 @@ function detailOf(node: PlanNode): string {
 /**
  * Where a statement's time goes: it is run under EXPLAIN ANALYZE, in a transaction that first runs
  * `settings` and is rolled back, and each plan node's own time (its time less its children's,
- * over all its loops and parallel workers) is summed by the part of the plan it is in (the
- * nearest materialized CTE or subplan above it), its kind and the table it reads. A CTE Scan's
- * time is its CTE's, counted where the CTE is, so it counts nothing itself. The parts are
- * returned largest first, with the statement's own milliseconds.
+ * over all its loops) is summed by the part of the plan it is in (the nearest materialized CTE or
+ * subplan above it), its kind and the table it reads or its keys. A CTE Scan's time is its
+ * CTE's, counted where the CTE is, so it counts nothing itself. The parts are returned largest
+ * first, with the statement's own milliseconds. Parallel workers' times would be counted each:
+ * `settings` should leave them out where the statement runs without them (through a cursor).
  */
 export async function profileStatement(client: pg.Client, sql: string, params: unknown[], settings: readonly string[]): Promise<{ ms: number; parts: StatementPart[] }> {
   await client.query('BEGIN');
@@ -49,7 +51,9 @@ export async function profileStatement(client: pg.Client, sql: string, params: u
       const where = node['Subplan Name'] ?? within;
       const inclusive = (each: PlanNode) => each['Actual Total Time'] * each['Actual Loops'];
       const children = node.Plans ?? [];
-      const own = node['Node Type'] === 'CTE Scan' ? 0 : inclusive(node) - children.reduce((sum, child) => sum + inclusive(child), 0);
+      // A CTE's plan is a child of the node that declares it, but its time is in the CTE Scans that read it.
+      const ranBelow = children.filter((child) => !(child['Parent Relationship'] === 'InitPlan' && child['Subplan Name']?.startsWith('CTE ')));
+      const own = node['Node Type'] === 'CTE Scan' ? 0 : inclusive(node) - ranBelow.reduce((sum, child) => sum + inclusive(child), 0);
       const part = `${where}: ${node['Node Type']}${detailOf(node)}`;
       sums.set(part, (sums.get(part) ?? 0) + Math.max(own, 0));
       for (const child of children) visit(child, where);
