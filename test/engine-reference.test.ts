@@ -249,18 +249,23 @@ async function exportRowsByCombination(client: TestClient) {
   return byCombination;
 }
 
+/*
+ * Every shape is exported in every combination (one export computes them all). Reports compute
+ * and keep each combination's days apart, a statement or more each: each shape is reported in a
+ * fifth of the combinations, every combination in one shape, both modes in every shape.
+ */
 describe('the engine equals the straightforward reference, every model, window and mode', () => {
-  let seed = 1;
-  for (const [name, shape] of Object.entries(SHAPES)) {
+  const shapes = Object.entries(SHAPES);
+  for (const [index, [name, shape]] of shapes.entries()) {
     test(name, async () => {
-      const client = await clientWith(shape, seed++);
+      const client = await clientWith(shape, index + 1);
       const data = await storedData(client);
       const exported = await exportRowsByCombination(client);
       let credited = 0;
-      for (const { model, window, mode } of COMBINATIONS) {
+      for (const [at, { model, window, mode }] of COMBINATIONS.entries()) {
         const reference = referenceTotals(data, model, window, mode);
         credited += reference.size;
-        assertSameTotals(engineTotals(await reportRows(client, model, window, mode)), reference, `report ${model}/${window}/${mode}`);
+        if (at % shapes.length === index) assertSameTotals(engineTotals(await reportRows(client, model, window, mode)), reference, `report ${model}/${window}/${mode}`);
         assertSameTotals(engineTotals(exported.get(`${model}/${window}/${mode}`) ?? []), reference, `export ${model}/${window}/${mode}`);
       }
       assert.ok(credited > COMBINATIONS.length * 5, `the data credits campaigns in every combination (${credited} rows)`);
