@@ -6,6 +6,7 @@ import type { LightMyRequestResponse } from 'fastify';
 import { MODELS } from '../src/attribution/models.js';
 import { BREAKDOWN_KEYS, METRICS, isOrderMetric } from '../src/attribution/catalog.js';
 import { DIMENSION_COLUMNS } from '../src/attribution/rows.js';
+import { MAX_DAY_COMBINATIONS } from '../src/exports/plan.js';
 import { ExportRequest, PERIOD_TYPES } from '../src/exports/schema.js';
 import { AMOUNT_BOUNDS, OrderBatch } from '../src/orders/schema.js';
 import { COUNTRY_CODES, CURRENCY_CODES } from '../src/reference-codes.js';
@@ -589,7 +590,20 @@ const exportRequest = fc
   .chain((fields) => {
     const orderMetricsAllowed = fields.options?.aggregate_data === true || fields.options?.export_aggregation === 'DATE';
     return fc.tuple(period, metrics(orderMetricsAllowed)).map(([periodFields, list]): Json => ({ ...fields, ...periodFields, metrics: list }));
-  });
+  })
+  .filter(withinDayCombinations);
+
+/** Periods that may hold more days than a FIXED one (two years), with the most days they may hold. */
+const LONGEST_PERIOD_DAYS: Record<string, number> = { LAST_3_YEARS: 3 * 366, LAST_5_YEARS: 5 * 366 };
+
+/** Whether the period's days × attribution combinations (counted as if every metric were attributed) stay within the limit. */
+function withinDayCombinations(request: Json): boolean {
+  const days = LONGEST_PERIOD_DAYS[request.period_type as string] ?? 2 * 366;
+  const options = (request.attribution_options ?? {}) as Record<string, unknown[] | undefined>;
+  const lists = [options.attribution_models, options.attribution_windows, options.accounting_modes];
+  const combinations = lists.reduce((product, list = []) => product * Math.max(new Set(list).size, 1), 1);
+  return days * combinations <= MAX_DAY_COMBINATIONS;
+}
 
 /** The export can be polled, and keeps the request as sent, with the schema's defaults. */
 async function readExportBack(client: TestClient, request: Json, response: LightMyRequestResponse) {
@@ -620,6 +634,18 @@ function exportRules(request: Json): Mutation[] {
     mutationAt(request, ['metrics', 0, 'label'], 'campaign', 'the header of a dimension column'),
     mutationAt(request, ['attribution_options'], { attribution_models: ['last_click'] }, 'an attribution model', '/attribution_models/0'),
     mutationAt(request, ['bucket_name'], 'my-bucket', 'an external bucket'),
+    mutationAt(
+      request,
+      [],
+      {
+        ...request,
+        period_type: 'LAST_5_YEARS',
+        metrics: [{ id: 'roas' }],
+        attribution_options: { attribution_models: ['linear', 'first_touch'], attribution_windows: ['1', '7', '30'], accounting_modes: ['cash', 'accrual'] },
+      },
+      'five years of twelve attribution combinations',
+      '/attribution_options',
+    ),
   ];
 }
 
