@@ -84,7 +84,9 @@ export function openPostgres({ connectionString, poolSize, queryTimeoutMs }: Pos
     canceller.on('error', () => {});
     try {
       await canceller.connect();
-      await canceller.query('SELECT pg_cancel_backend($1)', [processID]);
+      // Typed: Citus adds pg_cancel_backend(bigint), for its cluster-wide process ids, and an
+      // untyped parameter then matches neither.
+      await canceller.query('SELECT pg_cancel_backend($1::int)', [processID]);
     } catch {
       // Unreachable: the statement ends at its time limit, or when the database notices the connection is gone.
     } finally {
