@@ -12,7 +12,7 @@ import { once } from 'node:events';
 import { after, before, describe, test } from 'node:test';
 import { freePort } from '../bench/server.js';
 import type { Queryable } from '../src/db/index.js';
-import { holdOnDistinctSlots, waitingForALock, type Held } from './held-transactions.js';
+import { holdOnDistinctSlots, runningStatements, waitingFor, waitingForALock, type Held } from './held-transactions.js';
 import {
   ADMIN_TOKEN,
   assertErrorEnvelope,
@@ -44,9 +44,6 @@ describe('time limits reach the database', { skip: serverUrl === undefined && 't
   });
   after(() => service.close());
 
-  /** Backends of the service's database that wait for a lock the backend `pid` holds. */
-  const waitingFor = (pid: number) => service.db.query('SELECT pid FROM pg_stat_activity WHERE $1 = ANY (pg_blocking_pids(pid))', [pid]);
-
   test('a statement past DATABASE_QUERY_TIMEOUT_MS is stopped by the database and answered 503; none is left running', async () => {
     assert.equal((await postOrders(service.production, client, [minimalOrder('locked')])).statusCode, 200);
     const [held] = await holdOnDistinctSlots(service.db, 1);
@@ -61,7 +58,7 @@ describe('time limits reach the database', { skip: serverUrl === undefined && 't
       assert.match(envelope.message, /^The database took longer than its time limit for a statement \(DATABASE_QUERY_TIMEOUT_MS\)/);
       assert.equal(answer.headers['retry-after'], '5');
       assert.ok(took >= QUERY_TIMEOUT_MS - 100 && took < QUERY_TIMEOUT_MS + SLACK_MS, `answered after ${took} ms`);
-      assert.deepEqual(await waitingFor(held!.pid), [], 'nothing waits for the lock any more');
+      assert.deepEqual(await waitingFor(service.db, held!.pid), [], 'nothing waits for the lock any more');
     } finally {
       await held!.commit();
     }
@@ -85,7 +82,7 @@ describe('time limits reach the database', { skip: serverUrl === undefined && 't
       assert.match(envelope.message, /^Other work holds this client's data \(attribution being computed, or a write\)/);
       assert.equal(answer.headers['retry-after'], '5');
       assert.ok(took >= REPORT_LOCK_WAIT_MS - 100 && took < REPORT_LOCK_WAIT_MS + SLACK_MS, `answered after ${took} ms`);
-      assert.deepEqual(await waitingFor(held!.pid), []);
+      assert.deepEqual(await waitingFor(service.db, held!.pid), []);
       // Another client's report is not held up.
       const other = await service.createClient();
       const elsewhere = await service.production.inject({ method: 'GET', url: `/v1/reports/performance?${query}`, headers: other.headers });
@@ -116,17 +113,10 @@ describe('a request given up, or a server stopped, leaves no statement of it run
   }
 
   /** The server's statements that are running (waiting for a lock included), by their text. */
-  const running = () =>
-    store.withStore((db) =>
-      db.query<{ query: string }>(
-        `SELECT query FROM pg_stat_activity
-          WHERE datname = current_database() AND state = 'active' AND pid <> pg_backend_pid() AND NOT (pid = ANY ($1::int[]))`,
-        [holding.map((held) => held.pid)],
-      ),
-    );
+  const running = () => store.withStore((db) => runningStatements(db, holding.map((held) => held.pid)));
 
   async function untilRunning(count: number) {
-    while ((await running()).length < count) await new Promise((resolve) => setTimeout(resolve, 20));
+    while ((await running()).filter(({ onWorker }) => !onWorker).length < count) await new Promise((resolve) => setTimeout(resolve, 20));
   }
 
   /** Waits up to `ms` for the server's statements to be gone; what is left, if any. */
@@ -232,8 +222,7 @@ describe('a transaction given up by its signal', { skip: serverUrl === undefined
   after(() => store.drop());
 
   /** Statements of the database that are running, apart from this one's and the held transaction's. */
-  const runningBesides = (pid: number) =>
-    store.db.query("SELECT query FROM pg_stat_activity WHERE datname = current_database() AND state = 'active' AND pid <> pg_backend_pid() AND pid <> $1", [pid]);
+  const runningBesides = (pid: number) => runningStatements(store.db, [pid]);
 
   for (const kind of ['transaction', 'readingTogether'] as const) {
     test(`${kind}: the statement waiting is cancelled, the transaction fails with the signal's reason, and its connections serve again`, async () => {
