@@ -9,7 +9,7 @@ import { authenticate } from './auth/authenticate.js';
 import type { Environment } from './auth/tenant.js';
 import { collectRoutes } from './collect/routes.js';
 import { segmentRoutes } from './collect/segment.js';
-import { attributionRoutes } from './attribution/routes.js';
+import { attributionModelRoutes, attributionRoutes } from './attribution/routes.js';
 import { adminRoutes } from './clients/admin-routes.js';
 import { createClientDeletion } from './clients/deletion.js';
 import { createClientRepository } from './clients/repository.js';
@@ -190,6 +190,7 @@ export async function buildApp({ config, db, environment, logger, rateLimits }: 
     await api.register(orderRoutes, { prefix: '/v2/orders' });
     await api.register(orderUpsertRoute, { prefix: '/v1/orders', path: LEGACY_UPSERT });
     await api.register(attributionRoutes, { prefix: '/v2/orders' });
+    await api.register(attributionModelRoutes, { prefix: '/v1/attribution' });
     for (const collection of [hourly, daily]) await api.register(spendRoutes, { prefix: collection.prefix, collection });
     await api.register(touchpointRoutes, { prefix: '/v1/touchpoints' });
     await api.register(identityRoutes, { prefix: '/v1/identities' });

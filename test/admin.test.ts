@@ -91,7 +91,17 @@ describe('admin API', () => {
     const shown = response.json();
     assert.deepEqual(
       { ...shown, created_at: undefined },
-      { client_id: client.client_id, name: 'Shown', time_zone: 'UTC', created_at: undefined, source_platforms: {}, collect_origins: [] },
+      {
+        client_id: client.client_id,
+        name: 'Shown',
+        time_zone: 'UTC',
+        created_at: undefined,
+        source_platforms: {},
+        collect_origins: [],
+        channel_grouping: 'platform',
+        training_days: 90,
+        markov_order: 1,
+      },
     );
     assert.match(shown.created_at, /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);
     assertErrorEnvelope(await adminRequest(service.production, { method: 'GET', url: `/admin/v1/clients/${UNKNOWN_UUID}` }), 404);
@@ -152,6 +162,33 @@ describe('admin API', () => {
     }
     assert.deepEqual((await show()).source_platforms, atTheLimits, 'nothing changed by a refused request');
     assert.deepEqual((await patch({ source_platforms: {} })).json().source_platforms, {}, 'cleared');
+  });
+
+  test('PATCH /admin/v1/clients/{id} sets the settings of the data-driven models, each within its bounds', async () => {
+    const client = await service.createClient('Learning');
+    const patch = (payload: object) => adminRequest(service.production, { method: 'PATCH', url: `/admin/v1/clients/${client.client_id}`, payload });
+    const settings = (answer: { json: () => Record<string, unknown> }) => {
+      const { channel_grouping, training_days, markov_order } = answer.json();
+      return { channel_grouping, training_days, markov_order };
+    };
+    const set = await patch({ channel_grouping: 'platform_campaign', training_days: 730, markov_order: 4 });
+    assert.equal(set.statusCode, 200, set.body);
+    assert.deepEqual(settings(set), { channel_grouping: 'platform_campaign', training_days: 730, markov_order: 4 });
+    assert.deepEqual(settings(await patch({ training_days: 1 })), { channel_grouping: 'platform_campaign', training_days: 1, markov_order: 4 }, 'the others kept');
+    for (const [payload, loc, msg] of [
+      [{ channel_grouping: 'campaign' }, 'body/channel_grouping', 'Must be one of platform, platform_campaign'],
+      [{ training_days: 0 }, 'body/training_days', 'Must be at least 1'],
+      [{ training_days: 731 }, 'body/training_days', 'Must be at most 730'],
+      [{ training_days: 7.5 }, 'body/training_days', null],
+      [{ markov_order: 5 }, 'body/markov_order', 'Must be one of 1, 2, 3, 4'],
+      [{ markov_order: '2' }, 'body/markov_order', null],
+    ] as const) {
+      const body = assertErrorEnvelope(await patch(payload), 400);
+      assert.deepEqual(body.errors?.map((item) => item.loc), [loc], JSON.stringify(payload));
+      if (msg) assert.equal(body.errors?.[0]?.msg, msg);
+    }
+    const shown = await adminRequest(service.production, { method: 'GET', url: `/admin/v1/clients/${client.client_id}` });
+    assert.deepEqual(settings(shown), { channel_grouping: 'platform_campaign', training_days: 1, markov_order: 4 }, 'nothing changed by a refused request');
   });
 
   test('routes without a body take a Content-Type: application/json and no body', async () => {

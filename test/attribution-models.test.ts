@@ -13,6 +13,7 @@ import {
   WINDOWS,
   windowDaysSql,
   type AttributionWindow,
+  type Credit,
   type ModelId,
   type Touchpoint,
 } from '../src/attribution/models.js';
@@ -176,6 +177,24 @@ describe('paths', () => {
     assert.deepEqual(credits('clicks_and_views', views), [['a', '0.500000000'], ['b', '0.000000000'], ['c', '0.500000000']]);
   });
 
+  test('a data-driven model shares by the learnt weights of its channels, equally within a channel', () => {
+    // paid weighs 3, direct 1: paid's 3/4 is shared by its two touchpoints, 0.375 each.
+    const path = [visit('a', 3 * DAY_MS, 'paid'), visit('b', 2 * DAY_MS, 'direct'), visit('c', DAY_MS, 'paid')];
+    const learnt = { paid: 3, direct: 1 };
+    for (const model of ['markov', 'shapley'] as const) {
+      const result = attribute(PURCHASE, model, 30, path, learnt);
+      assert.notEqual(result, UNATTRIBUTED);
+      assert.deepEqual((result as Credit<Touchpoint>[]).map(({ parts }) => creditText(parts)), ['0.375000000', '0.250000000', '0.375000000']);
+    }
+    // paid's 2/3 in thirds: 2/9 = 222222222.2 parts each; email's 1/3 = 333333333.3 parts. The part
+    // left over goes to the largest remainder, email's.
+    const ninths = [visit('a', 3 * DAY_MS, 'paid'), visit('b', 2 * DAY_MS, 'paid'), visit('c', DAY_MS, 'paid'), visit('d', HOUR_MS, 'email')];
+    const shares = attribute(PURCHASE, 'markov', 30, ninths, { paid: 2, email: 1 }) as Credit<Touchpoint>[];
+    assert.deepEqual(shares.map(({ parts }) => creditText(parts)), ['0.222222222', '0.222222222', '0.222222222', '0.333333334']);
+    // No channel of the path learnt: equal shares, as linear.
+    assert.deepEqual(attribute(PURCHASE, 'shapley', 30, path, { email: 5 }), attribute(PURCHASE, 'linear', 30, path));
+  });
+
   test('an empty path is unattributed', () => {
     const outside = [visit('before', 31 * DAY_MS), visit('after', -HOUR_MS), view('old view', 2 * DAY_MS)];
     for (const model of MODEL_IDS) {
@@ -257,7 +276,7 @@ describe('the models in SQL', async () => {
    * Every order credited by every model and window in one query, as `model/order/window` →
    * [touchpoint_id, parts][] in path order, or UNATTRIBUTED for an empty path among candidates.
    */
-  async function sqlCredits(orders: Order[], timeZone: string): Promise<Map<string, [string, number][] | typeof UNATTRIBUTED>> {
+  async function sqlCredits(orders: Order[], timeZone: string, learnt: Record<string, number>): Promise<Map<string, [string, number][] | typeof UNATTRIBUTED>> {
     const rows = orders.flatMap(({ purchasedAt, candidates }, order) =>
       candidates.map((candidate) => ({
         order_number: order,
@@ -272,14 +291,19 @@ describe('the models in SQL', async () => {
       return tx.query<{ path_id: string; touchpoint_id: string; credit_parts: number; unattributed: boolean }>(
         `WITH candidates AS (
            SELECT c.order_number || '/' || coalesce(w.window_days::text, '${UNLIMITED}') AS path_id, w.window_days,
-                  c.time_of_purchase, c.touchpoint_id, c.occurred_at, c.type, c.channel
+                  c.time_of_purchase, c.touchpoint_id, c.occurred_at, c.type, c.channel, ''::text AS platform_name, ''::text AS campaign_id
              FROM jsonb_to_recordset($1::jsonb) AS c(order_number int, time_of_purchase timestamptz, touchpoint_id text, occurred_at timestamptz, type text, channel text)
             CROSS JOIN unnest($2::int[]) AS w(window_days)
+         ),
+         learnt_weights AS (
+           SELECT m.model, w.window_days, s.state, s.weight
+             FROM unnest($3::text[], $4::bigint[]) AS s(state, weight)
+            CROSS JOIN unnest($2::int[]) AS w(window_days) CROSS JOIN unnest(ARRAY['markov', 'shapley']) AS m(model)
          )
          SELECT model || '/' || path_id AS path_id, touchpoint_id, credit_parts::int AS credit_parts, unattributed
-           FROM (${creditsSql('candidates', MODEL_IDS)}) AS credited
+           FROM (${creditsSql('candidates', MODEL_IDS, { relation: 'learnt_weights', grouping: 'platform' })}) AS credited
           ORDER BY 1, path_position`,
-        [JSON.stringify(rows), WINDOWS.map(windowDaysSql)],
+        [JSON.stringify(rows), WINDOWS.map(windowDaysSql), Object.keys(learnt), Object.values(learnt)],
       );
     });
     const paths = new Map<string, [string, number][] | typeof UNATTRIBUTED>();
@@ -291,14 +315,14 @@ describe('the models in SQL', async () => {
     return paths;
   }
 
-  function tsCredits(orders: Order[]): Map<string, [string, number][] | typeof UNATTRIBUTED> {
+  function tsCredits(orders: Order[], learnt: Record<string, number>): Map<string, [string, number][] | typeof UNATTRIBUTED> {
     const paths = new Map<string, [string, number][] | typeof UNATTRIBUTED>();
     orders.forEach(({ purchasedAt, candidates }, order) => {
       // An order without candidates has no row in them to be credited from.
       if (candidates.length === 0) return;
       for (const model of MODEL_IDS) {
         for (const window of WINDOWS) {
-          const result = attribute(purchasedAt, model, window, candidates);
+          const result = attribute(purchasedAt, model, window, candidates, learnt);
           paths.set(`${model}/${order}/${window}`, result === UNATTRIBUTED ? result : result.map(({ touchpoint, parts }) => [touchpoint.touchpoint_id, parts]));
         }
       }
@@ -307,9 +331,11 @@ describe('the models in SQL', async () => {
   }
 
   test('credit generated paths as the TypeScript rules do, for every model and window', async () => {
+    // Learnt weights of some channels: none, equal ones, the largest, any.
+    const learntArbitrary = fc.dictionary(fc.constantFrom(...CHANNELS), fc.oneof(fc.constantFrom(0, 1, CREDIT_PARTS), fc.integer({ min: 0, max: CREDIT_PARTS })));
     await fc.assert(
-      fc.asyncProperty(fc.array(orderArbitrary, { minLength: 1, maxLength: 6 }), fc.constantFrom('UTC', 'America/New_York'), async (orders, zone) => {
-        assert.deepEqual(Object.fromEntries(await sqlCredits(orders, zone)), Object.fromEntries(tsCredits(orders)));
+      fc.asyncProperty(fc.array(orderArbitrary, { minLength: 1, maxLength: 6 }), fc.constantFrom('UTC', 'America/New_York'), learntArbitrary, async (orders, zone, learnt) => {
+        assert.deepEqual(Object.fromEntries(await sqlCredits(orders, zone, learnt)), Object.fromEntries(tsCredits(orders, learnt)));
       }),
       { numRuns: 40 },
     );
@@ -319,7 +345,7 @@ describe('the models in SQL', async () => {
     const purchasedAt = Date.parse('2024-03-12T12:00:00Z');
     const at = (touchpoint_id: string, occurred_at: number): Touchpoint => ({ touchpoint_id, occurred_at, type: 'visit', channel: 'paid' });
     const candidates = [at('start', purchasedAt - 168 * HOUR_MS), at('early', purchasedAt - 168 * HOUR_MS - 1)];
-    const paths = await sqlCredits([{ purchasedAt, candidates }], 'America/New_York');
+    const paths = await sqlCredits([{ purchasedAt, candidates }], 'America/New_York', {});
     assert.deepEqual(paths.get('first_touch/0/7'), [['start', CREDIT_PARTS]]);
   });
 });

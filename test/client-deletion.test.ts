@@ -58,6 +58,9 @@ async function populated(name: string): Promise<{ client: TestClient; exportId: 
     headers: client.headers,
   });
   assert.equal(report.statusCode, 200, report.body);
+  // Asking what a data-driven model learnt keeps it.
+  const learnt = await service.production.inject({ method: 'GET', url: '/v1/attribution/models/markov?period_from=2024-03-08', headers: client.headers });
+  assert.equal(learnt.statusCode, 200, learnt.body);
   // The keeper keeps the paths of the days it keeps.
   const [{ time_zone: timeZone }] = (await service.db.query<{ time_zone: string }>('SELECT time_zone FROM clients WHERE client_id = $1', [client.client_id])) as [{ time_zone: string }];
   const tenant = { clientId: client.client_id, environment: 'production' as const, dryRun: false };
@@ -107,6 +110,7 @@ test('deleting a client removes every row of it in both environments and its exp
         api_keys: 1, exports: 1, order_aliases: 2, orders: 4, identities: 2, touchpoints: 2, spend_hourly: 4, spend_daily: 2, ad_accounts: 2,
         // The report's day: credits of the path's touchpoint and of the unattributed order; visits.
         attribution_credit_days: 2, attribution_visit_days: 1, attribution_days: 3, attribution_totals_kept: 1, attribution_paths: pathRows, attribution_change_keys: 1,
+        attribution_learnt_models: 1,
         clients: 1,
       },
     },

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, describe, test } from 'node:test';
 import { random } from '../bench/generate.js';
 import { localToday } from '../src/calendar.js';
-import { attribute, CREDIT_PARTS, MODEL_IDS, UNATTRIBUTED, WINDOWS, type AttributionWindow, type ModelId } from '../src/attribution/models.js';
+import { attribute, CREDIT_PARTS, isDataDriven, MODEL_IDS, UNATTRIBUTED, WINDOWS, type AttributionWindow, type ModelId } from '../src/attribution/models.js';
 import { ADMIN_TOKEN, finishedExport, minimalOrder, parseCsv, startExportingService, type TestClient } from './helpers.js';
 
 /*
@@ -148,8 +148,16 @@ type Totals = Map<string, { rev: number; txns: number }>;
 const inPeriod = (day: string) => day >= PERIOD.first && day <= PERIOD.last;
 const localDay = (instant: number) => localToday(ZONE, new Date(instant));
 
-/** The reference: every order's path found by scanning, credited by the TypeScript rules, summed per day and campaign. */
-function referenceTotals({ touchpoints, orders, links }: Awaited<ReturnType<typeof storedData>>, model: ModelId, window: AttributionWindow, mode: 'cash' | 'accrual'): Totals {
+/**
+ * The reference: every order's path found by scanning, credited by the TypeScript rules (the
+ * data-driven models by the weights `learnt`, of each touchpoint's platform or channel), summed
+ * per day and campaign.
+ */
+function referenceTotals(
+  { touchpoints, orders, links }: Awaited<ReturnType<typeof storedData>>,
+  { model, window, mode }: Combination,
+  learnt: Record<string, number>,
+): Totals {
   const customerOfOrder = new Map(orders.map((order) => [order.order_id, order.customer_id]));
   const linkOf = new Map(links.map((link) => [link.visitor_id, link]));
   // A touchpoint is its customer's: sent with it, or sent without one by a visitor linked to it, directly or through one of its orders.
@@ -168,7 +176,8 @@ function referenceTotals({ touchpoints, orders, links }: Awaited<ReturnType<type
   for (const order of orders) {
     const orderDay = localDay(order.time_of_purchase);
     const candidates = order.customer_id === null ? [] : touchpoints.filter((t) => customerOf(t) === order.customer_id && t.occurred_at <= order.time_of_purchase);
-    const credits = attribute(order.time_of_purchase, model, window, candidates);
+    const states = candidates.map((t) => ({ ...t, state: t.platform_name !== '' ? t.platform_name : t.channel }));
+    const credits = attribute(order.time_of_purchase, model, window, states, learnt);
     if (credits === UNATTRIBUTED) {
       if (inPeriod(orderDay)) add(orderDay, 'unattributed', '', order.purchase_total, 1);
       continue;
@@ -210,7 +219,22 @@ function assertSameTotals(engine: Totals, reference: Totals, what: string) {
   }
 }
 
-const COMBINATIONS = MODEL_IDS.flatMap((model) => WINDOWS.flatMap((window) => (['cash', 'accrual'] as const).map((mode) => ({ model, window, mode }))));
+interface Combination {
+  model: ModelId;
+  window: AttributionWindow;
+  mode: 'cash' | 'accrual';
+}
+const COMBINATIONS: Combination[] = MODEL_IDS.flatMap((model) => WINDOWS.flatMap((window) => (['cash', 'accrual'] as const).map((mode) => ({ model, window, mode }))));
+
+/** The weights a data-driven model learnt before the period, as the API shows them, in parts; none for the other models. */
+async function learntWeights(client: TestClient, { model, window }: Combination): Promise<Record<string, number>> {
+  if (!isDataDriven(model)) return {};
+  const query = new URLSearchParams({ window: String(window), period_from: PERIOD.first });
+  const response = await app.inject({ method: 'GET', url: `/v1/attribution/models/${model}?${query}`, headers: client.headers });
+  assert.equal(response.statusCode, 200, response.body);
+  const { channels } = response.json().learnt as { channels: { channel: string; weight: number }[] };
+  return Object.fromEntries(channels.map(({ channel, weight }) => [channel, Math.round(weight * CREDIT_PARTS)]));
+}
 
 async function reportRows(client: TestClient, model: ModelId, window: AttributionWindow, mode: string) {
   const query = new URLSearchParams({ start_date: PERIOD.first, end_date: PERIOD.last, level: 'campaign', metrics: 'rev,txns', model, window: String(window), mode });
@@ -256,14 +280,18 @@ async function exportRowsByCombination(client: TestClient) {
  */
 describe('the engine equals the straightforward reference, every model, window and mode', () => {
   const shapes = Object.entries(SHAPES);
+  const shapesLearnt = new Set<string>();
   for (const [index, [name, shape]] of shapes.entries()) {
     test(name, async () => {
       const client = await clientWith(shape, index + 1);
       const data = await storedData(client);
       const exported = await exportRowsByCombination(client);
       let credited = 0;
-      for (const [at, { model, window, mode }] of COMBINATIONS.entries()) {
-        const reference = referenceTotals(data, model, window, mode);
+      for (const [at, combination] of COMBINATIONS.entries()) {
+        const { model, window, mode } = combination;
+        const weights = await learntWeights(client, combination);
+        if (new Set(Object.values(weights)).size > 1) shapesLearnt.add(name);
+        const reference = referenceTotals(data, combination, weights);
         credited += reference.size;
         if (at % shapes.length === index) assertSameTotals(engineTotals(await reportRows(client, model, window, mode)), reference, `report ${model}/${window}/${mode}`);
         assertSameTotals(engineTotals(exported.get(`${model}/${window}/${mode}`) ?? []), reference, `export ${model}/${window}/${mode}`);
@@ -271,4 +299,7 @@ describe('the engine equals the straightforward reference, every model, window a
       assert.ok(credited > COMBINATIONS.length * 5, `the data credits campaigns in every combination (${credited} rows)`);
     });
   }
+  test('the data-driven models learnt weights that differ between channels, in most shapes', () => {
+    assert.ok(shapesLearnt.size >= 3, [...shapesLearnt].join(', '));
+  });
 });

@@ -467,6 +467,8 @@ test('the catalogs list what an export can hold', async () => {
       { id: 'time_decay', name: 'Time decay (7-day half-life)' },
       { id: 'clicks_only', name: 'Clicks only' },
       { id: 'clicks_and_views', name: 'Clicks and views' },
+      { id: 'markov', name: 'Data-driven (Markov chain)' },
+      { id: 'shapley', name: 'Data-driven (Shapley value)' },
       { id: 'northbeam_custom', name: 'Clicks only (alias of clicks_only)' },
       { id: 'northbeam_custom__va', name: 'Clicks and views (alias of clicks_and_views)' },
       { id: 'northbeam_custom__enh', name: 'Clicks and views (alias of clicks_and_views)' },

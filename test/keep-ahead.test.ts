@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import { after, test } from 'node:test';
 import type { Logger } from 'pino';
-import { MODEL_IDS } from '../src/attribution/models.js';
+import { MODEL_IDS, RULE_MODEL_IDS } from '../src/attribution/models.js';
 import type { Tenant } from '../src/auth/tenant.js';
 import { DUE_AHEAD, KEPT_AHEAD, keepAhead, refreshKeptTotals, startKeptTotalsKeeper } from '../src/attribution/keeper.js';
 import { addDays, localToday } from '../src/calendar.js';
@@ -59,7 +59,7 @@ async function clientWithData(name: string, port = app): Promise<TestClient> {
 }
 
 const tenantOf = (client: TestClient): Tenant => ({ clientId: client.client_id, environment: 'production', dryRun: false });
-const aheadTotals = MODEL_IDS.map((model) => `${model}/${KEPT_AHEAD.window}/${KEPT_AHEAD.accountingMode}`);
+const aheadTotals = RULE_MODEL_IDS.map((model) => `${model}/${KEPT_AHEAD.window}/${KEPT_AHEAD.accountingMode}`);
 
 /** The kept days of a client's totals (not stale), with the transaction that wrote each (PostgreSQL's xmin). */
 async function keptDays(client: TestClient, totals: string): Promise<Map<string, string>> {
@@ -115,7 +115,7 @@ test('every model of the last days is kept ahead for the clients with production
   assert.ok(!dueNow.includes(uatOnly.client_id), 'UAT data is not kept ahead');
 
   await keepAhead(service.db, tenantOf(shop), ZONE, { days: DAYS, now });
-  const accrualAhead = MODEL_IDS.map((model) => `${model}/${KEPT_AHEAD.window}/accrual`);
+  const accrualAhead = RULE_MODEL_IDS.map((model) => `${model}/${KEPT_AHEAD.window}/accrual`);
   for (const totals of [...aheadTotals, ...accrualAhead, 'visits']) assert.deepEqual([...(await keptDays(shop, totals)).keys()], lastDays, totals);
   assert.deepEqual(
     await service.db.query("SELECT DISTINCT to_char(orders_before, 'YYYY-MM-DD') AS day FROM attribution_days WHERE client_id = $1 AND totals LIKE '%/accrual'", [shop.client_id]),

@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import type { InjectOptions, LightMyRequestResponse } from 'fastify';
 import { UUID, hourlySpend, makeOrder, minimalOrder, startService, type TestApp, type TestClient } from './helpers.js';
+import { MODELS } from '../src/attribution/models.js';
 
 const service = await startService();
 after(() => service.close());
@@ -214,6 +215,14 @@ const PROBES: Probe[] = [
     body: { breakdowns: [{ key: 'platform', values: [] }, { key: 'account', values: [] }, { key: 'Platform (Northbeam)', values: [] }] },
   },
   { route: 'GET /v1/exports/attribution-models', request: { url: '/v1/exports/attribution-models' }, status: 200, body: sameAsAnyClient },
+  { route: 'GET /v1/attribution/models', request: { url: '/v1/attribution/models' }, status: 200, body: sameAsAnyClient },
+  { route: 'GET /v1/attribution/models/:model_id', request: { url: '/v1/attribution/models/linear' }, status: 200, body: sameAsAnyClient },
+  {
+    route: 'GET /v1/attribution/models/:model_id',
+    request: { url: '/v1/attribution/models/markov', query: { window: '7' } },
+    status: 200,
+    body: { id: 'markov', name: 'Data-driven (Markov chain)', definition: MODELS.find((model) => model.id === 'markov')!.definition, data_driven: true, learnt: null },
+  },
   {
     route: 'GET /v1/reports/performance',
     request: { url: '/v1/reports/performance', query: { start_date: '2024-03-01', end_date: '2024-03-31', level: 'campaign', metrics: 'spend,rev,roas,visits' } },

@@ -1,6 +1,7 @@
 import { DAY_MS } from '../calendar.js';
 import { CREDIT_PART, creditsSql } from './credits-sql.js';
-import { UNATTRIBUTED, UNLIMITED, windowDaysSql, windowNamed, type AttributionWindow, type ModelId } from './models.js';
+import type { LearntWeights } from './learning/index.js';
+import { isDataDriven, UNATTRIBUTED, UNLIMITED, windowDaysSql, windowNamed, type AttributionWindow, type ModelId } from './models.js';
 import { pathsSql } from './paths.js';
 import { localDayStart } from '../db/local-days.js';
 
@@ -119,6 +120,8 @@ export interface AttributionSqlContext {
    * visit). Those not read are zero. Left out: both are read.
    */
   reads?: OptionalSums;
+  /** The weights the data-driven combinations credit by (learning/index.ts); needed when there is one. */
+  learnt?: LearntWeights;
 }
 
 /** The sums of ATTRIBUTION_SUMS that an attributed statement may leave out (zero), and whether it reads them. */
@@ -131,6 +134,14 @@ export interface OptionalSums {
 export function optionalSumsReadBy(expressions: readonly string[]): OptionalSums {
   const reads = (sum: string) => expressions.some((expression) => new RegExp(`\\b${sum}\\b`).test(expression));
   return { firstOrders: reads('rev_ft') || reads('txns_ft'), newVisits: reads('new_visits') };
+}
+
+/** The CTE `learnt_weights` of `learnt`, its rows parameters pushed onto `params`. */
+export function learntWeightsCte({ weights }: LearntWeights, params: unknown[]): string {
+  const column = <T>(of: (weight: LearntWeights['weights'][number]) => T) => `$${params.push(weights.map(of))}`;
+  return `learnt_weights AS (
+      SELECT * FROM unnest(${column((w) => w.model)}::text[], ${column((w) => w.windowDays)}::int[], ${column((w) => w.state)}::text[], ${column((w) => w.weight)}::bigint[])
+                 AS w (model, window_days, state, weight))`;
 }
 
 /** The kept daily totals of the local days [fromDay, toDay) (SQL dates), and the bucket of such a day. */
@@ -178,8 +189,10 @@ export function attributionCtes({
   source = { kind: 'paths' },
   accountsFromSpend = true,
   reads = { firstOrders: true, newVisits: true },
+  learnt,
 }: AttributionSqlContext): string[] {
   const models = [...new Set(combinations.map((combination) => combination.model))];
+  if (models.some(isDataDriven) && !learnt) throw new Error('The data-driven models credit by the weights learnt: learnWeights first');
   const windows = [...new Set(combinations.map((combination) => combination.window))];
   const combinationsParams = [
     `$${params.push(combinations.map((combination) => combination.modelAsked))}::text[]`,
@@ -211,7 +224,7 @@ export function attributionCtes({
            purchase_total, currency, first_order, credit_parts,
            CASE WHEN unattributed THEN '${UNATTRIBUTED}' WHEN platform_name = '' THEN channel ELSE platform_name END AS platform_name,
            ${AD_COLUMNS.slice(1).map((key) => `CASE WHEN unattributed OR platform_name = '' THEN '' ELSE ${key} END AS ${key}`).join(', ')}
-      FROM (${creditsSql('candidates', models)}) AS credited
+      FROM (${creditsSql('candidates', models, learnt && { relation: 'learnt_weights', grouping: learnt.grouping })}) AS credited
      WHERE credit_parts > 0`;
   const keyList = keys.map((key) => `, ${key}`).join('');
   const where = (conditions: string[]) => (conditions.length > 0 ? `WHERE ${conditions.join(' AND ')}` : '');
@@ -257,6 +270,7 @@ export function attributionCtes({
       : []),
     `combinations AS (
       SELECT * FROM unnest(${combinationsParams.join(', ')}) WITH ORDINALITY AS c (${ATTRIBUTION_COLUMNS.join(', ')}, credited_by, window_days, combination))`,
+    ...(learnt ? [learntWeightsCte(learnt, params)] : []),
   ];
   if (source.kind === 'kept days') {
     const { fromDay, toDay, bucketOfDay } = source;

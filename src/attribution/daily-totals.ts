@@ -1,6 +1,6 @@
 import { addDays, DAY_MS } from '../calendar.js';
 import { LINKED, takeChangedKeys, type ChangedKey } from './changes.js';
-import { UNLIMITED, windowDaysSql } from './models.js';
+import { isDataDriven, UNLIMITED, windowDaysSql } from './models.js';
 import { KEPT_PATH_COLUMNS, LONGEST_KEPT_WINDOW, pathsSql, pathsToKeepSql } from './paths.js';
 import type { Tenant } from '../auth/tenant.js';
 import type { Database, Queryable } from '../db/index.js';
@@ -39,7 +39,8 @@ export interface KeptTotalsAsked {
 export function keptTotalsOf(tenant: Tenant, plan: RowsPlan): KeptTotalsAsked | undefined {
   const { period, granularity, attribution = [], timeZone } = plan;
   if (period.kind !== 'days' || granularity === 'HOURLY' || attribution.length === 0) return undefined;
-  if (attribution.some((combination) => combination.window === UNLIMITED)) return undefined;
+  // Data-driven credits follow weights learnt again as data arrives: they are computed each time.
+  if (attribution.some((combination) => combination.window === UNLIMITED || isDataDriven(combination.model))) return undefined;
   return { tenant, timeZone, combinations: attribution, period };
 }
 

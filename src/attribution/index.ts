@@ -5,7 +5,9 @@
  * - the rows of a plan, as one statement (`exportRowsSql`), read in slices side by side
  *   (`readSlicedRows`, exports) or a batch at a time with kept daily totals up to date
  *   (`readRows`, reports and the dashboard);
- * - one order's path with its credits (`createAttributionExplainer`);
+ * - one order's path with its credits, and what the data-driven models learnt (`createAttributionExplainer`);
+ * - the weights the data-driven models learnt, which the rows' statement of a plan that has one
+ *   needs (`learnWeights`, learning/);
  * - what writes note so that kept totals follow them (`changes.ts`), and the keeper that computes
  *   kept days ahead of reports (`startKeptTotalsKeeper`);
  * - the metrics, models and windows offered (`catalog.ts`, `models.ts`).
@@ -27,6 +29,10 @@ export {
 } from './catalog.js';
 export { EVERY_INSTANT, LATE_AFTER, LATE_TOUCHPOINTS_KEYED, LINKED, noteAttributionChangeSql, noteChangeCtes, noteChangedKeysSql, visitorKeysSql } from './changes.js';
 export { keptTotalsOf, type KeptTotalsAsked } from './daily-totals.js';
+export { learnWeights, NOTHING_LEARNT, usesLearntWeights, type LearntWeights } from './learning/index.js';
+export { CHANNEL_GROUPINGS } from './learning/grouping.js';
+export { MARKOV_ORDERS } from './learning/markov.js';
+export { DEFAULT_TRAINING_DAYS, MAX_TRAINING_DAYS, type LearningSettings } from './learning/training.js';
 export { createAttributionExplainer, standInExplainer, type AttributionExplainer } from './explanation.js';
 export { startKeptTotalsKeeper } from './keeper.js';
 export { DEFAULT_MODEL, DEFAULT_WINDOW, MODEL_ALIASES, MODEL_IDS, MODELS, UNLIMITED, WINDOW_NAMES, modelNamed, windowNamed, type ModelId } from './models.js';

@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import { MODEL_IDS } from './models.js';
+import { RULE_MODEL_IDS } from './models.js';
 import type { Environment, Tenant } from '../auth/tenant.js';
 import type { Database } from '../db/index.js';
 import { analyzeGrownTables } from '../db/statistics.js';
@@ -21,7 +21,7 @@ import { inRowsTransaction } from './rows.js';
  *   are left to the report that asks for them;
  * - once a day of each client's zone, for every client with production orders or touchpoints, it
  *   drops the kept days before the keeper's days and keeps those of the dashboard's window ahead,
- *   in both modes, for every model, so that the dashboard opens, and switches models and modes,
+ *   in both modes, for every model but the data-driven ones, so that the dashboard opens, and switches models and modes,
  *   on kept days.
  *
  * With the days it keeps, it keeps their orders' paths (daily-totals.ts, keepMissingPaths), so
@@ -119,12 +119,12 @@ export async function refreshKeptTotals(db: Database, tenant: Tenant, timeZone: 
 
 /**
  * Brings the client's kept days up to date (refreshKeptTotals), drops those before the keeper's
- * days, keeps the keeper's days of KEPT_AHEAD's window in both modes for every model, and notes the
+ * days, keeps the keeper's days of KEPT_AHEAD's window in both modes for every rule model, and notes the
  * day it was done, unless the client's zone changed meanwhile.
  */
 export async function keepAhead(db: Database, tenant: Tenant, timeZone: string, keepers: KeepersDays, signal?: AbortSignal): Promise<void> {
   const period = keepersPeriod(timeZone, keepers);
-  const combinations = MODES_KEPT_AHEAD.flatMap((accountingMode) => MODEL_IDS.map((model) => ({ model, modelAsked: model, window: KEPT_AHEAD.window, accountingMode })));
+  const combinations = MODES_KEPT_AHEAD.flatMap((accountingMode) => RULE_MODEL_IDS.map((model) => ({ model, modelAsked: model, window: KEPT_AHEAD.window, accountingMode })));
   await refreshKeptTotals(db, tenant, timeZone, keepers, signal);
   await dropKeptDaysBefore(db, { tenant, timeZone }, period.from);
   await keepInPieces(db, { tenant, timeZone, combinations, period: { kind: 'days', ...period } }, period.to, signal);

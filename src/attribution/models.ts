@@ -47,10 +47,28 @@ export const MODELS = [
     name: 'Clicks and views',
     definition: 'As clicks_only, over the path and the view touchpoints (ad impressions) of the 24 hours before the purchase.',
   },
+  {
+    id: 'markov',
+    name: 'Data-driven (Markov chain)',
+    definition:
+      "Learnt from the client's paths, converting and not: each channel weighs its removal effect in an absorbing Markov chain (the share of conversions lost without it), and the credit is shared among the path's channels in proportion to their weights, equally among a channel's touchpoints.",
+  },
+  {
+    id: 'shapley',
+    name: 'Data-driven (Shapley value)',
+    definition:
+      "Learnt from the client's paths, converting and not: each channel weighs its Shapley value in the game whose value is the conversion rate of the paths with exactly a set of channels, and the credit is shared among the path's channels in proportion to their weights, equally among a channel's touchpoints.",
+  },
 ] as const;
 
 export type ModelId = (typeof MODELS)[number]['id'];
 export const MODEL_IDS: readonly ModelId[] = MODELS.map((model) => model.id);
+/** The models learnt from the client's own paths (src/attribution/learning/): their credits need the weights learnt. */
+export const DATA_DRIVEN_MODELS = ['markov', 'shapley'] as const satisfies readonly ModelId[];
+export type DataDrivenModelId = (typeof DATA_DRIVEN_MODELS)[number];
+export const isDataDriven = (model: ModelId): model is DataDrivenModelId => (DATA_DRIVEN_MODELS as readonly ModelId[]).includes(model);
+/** The models whose credits follow from the path alone. */
+export const RULE_MODEL_IDS = MODEL_IDS.filter((model) => !isDataDriven(model));
 
 /**
  * The hosted API's own model ids, which exports accept as names of ours: its clicks-only model,
@@ -112,6 +130,8 @@ export interface Touchpoint {
   occurred_at: number;
   type: 'visit' | 'view';
   channel: string;
+  /** Its channel grouping, which the data-driven models weigh (learning/grouping.ts); its channel when left out. */
+  state?: string;
 }
 
 export interface Credit<T extends Touchpoint> {
@@ -143,8 +163,23 @@ const allTo = (path: readonly Touchpoint[], index: number) => path.map((_, i) =>
 const equal = (path: readonly Touchpoint[]) => path.map(() => 1);
 const clicks = (path: readonly Touchpoint[]) => (path.some(isClick) ? path.map((touchpoint) => (isClick(touchpoint) ? 1 : 0)) : equal(path));
 
-/** Each model's whole weights of a (non-empty) path's touchpoints; credits are shares of their sum. */
-const WEIGHTS: Record<ModelId, (path: readonly Touchpoint[], purchasedAt: number) => number[]> = {
+/**
+ * A data-driven model's weights of a path's touchpoints: its channel's learnt weight shared
+ * equally among the channel's touchpoints, as integers (each multiplied by the lowest common
+ * multiple of those counts); equal, as linear, when no channel of the path weighs anything.
+ */
+function learntWeights(path: readonly Touchpoint[], learnt: Readonly<Record<string, number>>): bigint[] {
+  const stateOf = (touchpoint: Touchpoint) => touchpoint.state ?? touchpoint.channel;
+  const counts = new Map<string, number>();
+  for (const touchpoint of path) counts.set(stateOf(touchpoint), (counts.get(stateOf(touchpoint)) ?? 0) + 1);
+  if ([...counts.keys()].every((state) => !learnt[state])) return path.map(() => 1n);
+  const gcd = (a: bigint, b: bigint): bigint => (b === 0n ? a : gcd(b, a % b));
+  const multiple = [...counts.values()].reduce((lcm, count) => (lcm * BigInt(count)) / gcd(lcm, BigInt(count)), 1n);
+  return path.map((touchpoint) => (BigInt(learnt[stateOf(touchpoint)] ?? 0) * multiple) / BigInt(counts.get(stateOf(touchpoint))!));
+}
+
+/** Each rule model's whole weights of a (non-empty) path's touchpoints; credits are shares of their sum. */
+const WEIGHTS: Record<Exclude<ModelId, DataDrivenModelId>, (path: readonly Touchpoint[], purchasedAt: number) => number[]> = {
   first_touch: (path) => allTo(path, 0),
   last_touch: (path) => allTo(path, path.length - 1),
   last_touch_non_direct: (path) => {
@@ -162,9 +197,9 @@ const WEIGHTS: Record<ModelId, (path: readonly Touchpoint[], purchasedAt: number
 };
 
 /** CREDIT_PARTS shared in proportion to `weights` by the largest remainder method (see the top of this file). */
-function apportion(weights: readonly number[]): number[] {
-  const total = weights.reduce((sum, weight) => sum + BigInt(weight), 0n);
-  const scaled = weights.map((weight) => BigInt(weight) * BigInt(CREDIT_PARTS));
+function apportion(weights: readonly bigint[]): number[] {
+  const total = weights.reduce((sum, weight) => sum + weight, 0n);
+  const scaled = weights.map((weight) => weight * BigInt(CREDIT_PARTS));
   const parts = scaled.map((share) => Number(share / total));
   const leftover = CREDIT_PARTS - parts.reduce((sum, part) => sum + part, 0);
   const byLoss = weights.map((_, i) => i).sort((a, b) => Number(scaled[b]! % total - scaled[a]! % total) || b - a);
@@ -172,16 +207,21 @@ function apportion(weights: readonly number[]): number[] {
   return parts;
 }
 
-/** The credit `model` gives each touchpoint of an order's path, or UNATTRIBUTED when the path is empty. */
+/**
+ * The credit `model` gives each touchpoint of an order's path, or UNATTRIBUTED when the path is
+ * empty. A data-driven model shares it by the weights learnt of each state (`learnt`; a state
+ * not in it weighs nothing).
+ */
 export function attribute<T extends Touchpoint>(
   purchasedAt: number,
   model: ModelId,
   window: AttributionWindow,
   candidates: readonly T[],
+  learnt: Readonly<Record<string, number>> = {},
 ): Credit<T>[] | typeof UNATTRIBUTED {
   const path = pathOf(purchasedAt, model, window, candidates);
   if (path.length === 0) return UNATTRIBUTED;
-  const parts = apportion(WEIGHTS[model](path, purchasedAt));
+  const parts = apportion(isDataDriven(model) ? learntWeights(path, learnt) : WEIGHTS[model](path, purchasedAt).map(BigInt));
   return path.map((touchpoint, i) => ({ touchpoint, parts: parts[i]! }));
 }
 

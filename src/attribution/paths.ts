@@ -201,13 +201,49 @@ function touchpointsByIndex(tenantOf: TenantOf, within: (touchpoint: string) => 
 function touchpointsOfPeriod(tenantOf: TenantOf, within: (touchpoint: string) => string, period: { purchasedFrom: string; purchasedBefore: string }, notBefore: NotBefore): string {
   return `
       WITH period_touchpoints AS MATERIALIZED (
-        SELECT coalesce(t.customer_id, i.customer_id, l.customer_id) AS path_customer_id, ${touchpointColumns('t')}
-          FROM touchpoints t
-          LEFT JOIN identities i ON t.customer_id IS NULL AND ${tenantOf('i')} AND i.visitor_id = t.visitor_id
-          LEFT JOIN orders l ON ${tenantOf('l')} AND l.order_id = i.order_id
-         WHERE ${[tenantOf('t'), ...notBefore('t.occurred_at', period.purchasedFrom), `t.occurred_at < ${period.purchasedBefore}`].join(' AND ')}
+        ${touchpointsWithCustomersSql(tenantOf, [...notBefore('t.occurred_at', period.purchasedFrom), `t.occurred_at < ${period.purchasedBefore}`])}
       )
       SELECT p.*, ${touchpointColumns('t')}
         FROM purchases p
         LEFT JOIN period_touchpoints t ON t.path_customer_id = p.customer_id AND ${within('t')}`;
+}
+
+/**
+ * The client's touchpoints `t` meeting `conditions`, each with its visitor_id and the customer
+ * whose paths it is in (path_customer_id): its own, else its visitor's, linked directly or
+ * through an order; null for none.
+ */
+function touchpointsWithCustomersSql(tenantOf: TenantOf, conditions: string[]): string {
+  return `SELECT coalesce(t.customer_id, i.customer_id, l.customer_id) AS path_customer_id, t.visitor_id, ${touchpointColumns('t')}
+          FROM touchpoints t
+          LEFT JOIN identities i ON t.customer_id IS NULL AND ${tenantOf('i')} AND i.visitor_id = t.visitor_id
+          LEFT JOIN orders l ON ${tenantOf('l')} AND l.order_id = i.order_id
+         WHERE ${[tenantOf('t'), ...conditions].join(' AND ')}`;
+}
+
+/**
+ * The items of a WITH clause defining `not_converting`: the visits of [visitedFrom, visitedBefore)
+ * that are in no order's path under `window` (their customer has no order at or within the window
+ * after them, or they have no customer), with path_customer_id, visitor_id and the touchpoint
+ * columns. What the data-driven models learn from beside the orders' paths (learning/training.ts).
+ */
+export function notConvertingVisitsSql({ clientId, environment, visitedFrom, visitedBefore, window }: {
+  clientId: string;
+  environment: string;
+  visitedFrom: string;
+  visitedBefore: string;
+  window: AttributionWindow;
+}): string {
+  const tenantOf = (alias: string) => `${alias}.client_id = ${clientId} AND ${alias}.environment = ${environment}`;
+  const withinWindow = window === UNLIMITED ? [] : [`o.time_of_purchase <= v.occurred_at + ${window} * interval '${DAY_MS} milliseconds'`];
+  return `
+    training_visits AS MATERIALIZED (
+      ${touchpointsWithCustomersSql(tenantOf, [`t.type = 'visit'`, `t.occurred_at >= ${visitedFrom}`, `t.occurred_at < ${visitedBefore}`])}
+    ),
+    not_converting AS (
+      SELECT * FROM training_visits v
+       WHERE v.path_customer_id IS NULL
+          OR NOT EXISTS (SELECT FROM orders o
+                          WHERE ${tenantOf('o')} AND o.customer_id = v.path_customer_id AND ${['o.time_of_purchase >= v.occurred_at', ...withinWindow].join(' AND ')})
+    )`;
 }

@@ -11,6 +11,7 @@ import {
   type AttributionCombination,
 } from './attributed-rows.js';
 import { PLATFORM_METRICS, platformNamesOf, type BreakdownKey, type PlatformMetric } from './catalog.js';
+import type { LearntWeights } from './learning/index.js';
 
 export type { AccountingMode, AttributionCombination } from './attributed-rows.js';
 /**
@@ -62,6 +63,8 @@ export interface RowsPlan {
    * those of the whole period's statement. Left out: the whole period.
    */
   slice?: { fromDay?: string; toDay?: string };
+  /** The weights of the data-driven combinations (learnWeights), needed when there is one. */
+  learnt?: LearntWeights;
 }
 
 export interface ExportRowsQuery extends RowsPlan {
@@ -172,6 +175,7 @@ export function exportRowsSql(query: ExportRowsQuery): { sql: string; params: un
     fromKeptTotals = false,
     metricsComputed,
     slice = {},
+    learnt,
   } = query;
   const attributed = attribution.length > 0;
   const params: unknown[] = [tenant.clientId, tenant.environment, timeZone, period.from, period.to];
@@ -306,7 +310,7 @@ export function exportRowsSql(query: ExportRowsQuery): { sql: string; params: un
       // Objects with credits or visits and no spend in the period are named by their ids.
       ctes.push(
         `object_spend AS (${objectSpend})`,
-        ...attributionCtes({ combinations: attribution, params, fromInstant: ordersFrom, toInstant: ordersTo, bucketOf, keys: partition, kept, source, reads }),
+        ...attributionCtes({ combinations: attribution, params, fromInstant: ordersFrom, toInstant: ordersTo, bucketOf, keys: partition, kept, source, reads, learnt }),
       );
       const keyColumns = partition.map((key, index) => `${key} AS key_${index}`);
       // Spend and credits of an object in a bucket and currency are added up, not joined: a full
@@ -365,7 +369,7 @@ export function exportRowsSql(query: ExportRowsQuery): { sql: string; params: un
         FROM (${storeSql}) AS store CROSS JOIN combinations`);
     } else {
       // Summed over the ad objects: the store row of each combination holds all its credits, unattributed ones included.
-      ctes.push(...attributionCtes({ combinations: attribution, params, fromInstant: ordersFrom, toInstant: ordersTo, bucketOf, keys: [], kept: [], source, reads }));
+      ctes.push(...attributionCtes({ combinations: attribution, params, fromInstant: ordersFrom, toInstant: ordersTo, bucketOf, keys: [], kept: [], source, reads, learnt }));
       const storeColumns = columns.slice(1, columns.indexOf('currency'));
       parts.push(`SELECT ${COMBINATION_KEYS.join(', ')}, bucket, ${[...sortKeys, ...storeColumns].map((column) => `${column}, `).join('')}currency,
              ${[...sums, ...ATTRIBUTION_SUMS.map(([sum]) => sum)].map((sum) => `coalesce(${sum}, 0) AS ${sum}`).join(', ')}

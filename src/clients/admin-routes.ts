@@ -8,6 +8,7 @@ import { hashSecret, matchesAny } from './api-keys.js';
 import type { ClientDeletion } from './deletion.js';
 import type { ClientRepository } from './repository.js';
 import { ClientName } from './schema.js';
+import { CHANNEL_GROUPINGS, DEFAULT_TRAINING_DAYS, MARKOV_ORDERS, MAX_TRAINING_DAYS, type LearningSettings } from '../attribution/index.js';
 
 const ClientId = Type.String({ format: 'uuid', examples: ['5f0c2a3e-8d1b-4c7a-9e2f-1a2b3c4d5e6f'] });
 const TimeZone = Type.String({ minLength: 1, description: 'IANA time zone of the client\'s exports, such as Europe/Berlin. Default UTC.' });
@@ -41,6 +42,23 @@ const isOrigin = (value: string) => {
     return false;
   }
 };
+const ChannelGrouping = Type.Unsafe<LearningSettings['channel_grouping']>({
+  type: 'string',
+  enum: CHANNEL_GROUPINGS,
+  description: "The states of the data-driven models (markov, shapley): a touchpoint's platform_name, else its channel (platform), or its platform and campaign (platform_campaign, meta:1234). Default platform.",
+  'x-messages': { enum: `Must be one of ${CHANNEL_GROUPINGS.join(', ')}` },
+});
+const TrainingDays = Type.Integer({
+  minimum: 1,
+  maximum: MAX_TRAINING_DAYS,
+  description: `The days before the period asked that the data-driven models learn from. Default ${DEFAULT_TRAINING_DAYS}.`,
+});
+const MarkovOrder = Type.Unsafe<LearningSettings['markov_order']>({
+  type: 'integer',
+  enum: MARKOV_ORDERS,
+  description: "The order of markov's chain: a state is the last markov_order channels of a path. Default 1.",
+  'x-messages': { enum: `Must be one of ${MARKOV_ORDERS.join(', ')}` },
+});
 const ClientParams = Type.Object({ client_id: ClientId });
 const clientNotFound = () => new ApiError(404, 'Client not found');
 const ClientView = Type.Object({
@@ -50,6 +68,9 @@ const ClientView = Type.Object({
   created_at: Type.String({ format: 'date-time' }),
   source_platforms: Type.Record(Type.String(), Type.String()),
   collect_origins: Type.Array(Type.String()),
+  channel_grouping: ChannelGrouping,
+  training_days: TrainingDays,
+  markov_order: MarkovOrder,
 });
 const IssuedKey = {
   api_key: Type.String({ description: 'Shown this once; only its hash is kept.' }),
@@ -121,7 +142,7 @@ export const adminRoutes: FastifyPluginAsyncTypebox<AdminOptions> = async (app, 
     '/clients/:client_id',
     {
       schema: {
-        summary: 'Rename a client, set its time zone, its source mapping or the origins of its pixel events',
+        summary: 'Rename a client, set its time zone, its source mapping, the origins of its pixel events or its data-driven models',
         description: 'Changes the fields sent; the others keep their values. The time zone decides the local days of exports and reports.',
         params: ClientParams,
         body: Type.Object(
@@ -130,6 +151,9 @@ export const adminRoutes: FastifyPluginAsyncTypebox<AdminOptions> = async (app, 
             time_zone: Type.Optional(TimeZone),
             source_platforms: Type.Optional(SourcePlatforms),
             collect_origins: Type.Optional(CollectOrigins),
+            channel_grouping: Type.Optional(ChannelGrouping),
+            training_days: Type.Optional(TrainingDays),
+            markov_order: Type.Optional(MarkovOrder),
           },
           { additionalProperties: false, minProperties: 1, examples: [{ time_zone: 'Europe/Berlin' }] },
         ),

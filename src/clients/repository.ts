@@ -1,3 +1,4 @@
+import type { LearningSettings } from '../attribution/index.js';
 import { randomUUID } from 'node:crypto';
 import type { Database, Queryable } from '../db/index.js';
 import { generateApiKey, hashSecret } from './api-keys.js';
@@ -10,8 +11,11 @@ export interface Client {
   created_at: string;
 }
 
-/** A client as the admin API shows it: with its source mapping and the origins its pixel events may come from. */
-export interface ClientDetails extends Client {
+/**
+ * A client as the admin API shows it: with its source mapping, the origins its pixel events may
+ * come from, and its settings of the data-driven attribution models.
+ */
+export interface ClientDetails extends Client, LearningSettings {
   source_platforms: Record<string, string>;
   collect_origins: string[];
 }
@@ -24,7 +28,7 @@ export interface IssuedKey {
 const CLIENT = 'client_id, name, time_zone, utc_iso(created_at) AS created_at';
 /** The zone of a client that never set one (the column's default). */
 const DEFAULT_TIME_ZONE = 'UTC';
-const CLIENT_DETAILS = `${CLIENT}, source_platforms, collect_origins`;
+const CLIENT_DETAILS = `${CLIENT}, source_platforms, collect_origins, channel_grouping, training_days, markov_order`;
 
 function knownToNode(timeZone: string): boolean {
   try {
@@ -74,13 +78,14 @@ export function createClientRepository(db: Database) {
     },
 
     /**
-     * Changes a client's name, time zone, source mapping or collect origins (each replaced whole): the client,
+     * Changes a client's name, time zone, source mapping, collect origins (each replaced whole) or
+     * settings of the data-driven models: the client,
      * 'unknown_client', or 'unknown_time_zone' when PostgreSQL (which buckets exports by it) does
      * not know the zone.
      */
     async update(
       clientId: string,
-      changes: { name?: string; time_zone?: string; source_platforms?: Record<string, string>; collect_origins?: string[] },
+      changes: { name?: string; time_zone?: string; source_platforms?: Record<string, string>; collect_origins?: string[] } & Partial<LearningSettings>,
     ): Promise<ClientDetails | 'unknown_client' | 'unknown_time_zone'> {
       if (changes.time_zone !== undefined) {
         // Both must know it: PostgreSQL buckets exports by it, Node.js resolves their periods.
@@ -89,10 +94,20 @@ export function createClientRepository(db: Database) {
       }
       const [client] = await db.query<ClientDetails>(
         `UPDATE clients SET name = coalesce($2, name), time_zone = coalesce($3, time_zone),
-                source_platforms = coalesce($4::jsonb, source_platforms), collect_origins = coalesce($5::jsonb, collect_origins)
+                source_platforms = coalesce($4::jsonb, source_platforms), collect_origins = coalesce($5::jsonb, collect_origins),
+                channel_grouping = coalesce($6, channel_grouping), training_days = coalesce($7, training_days), markov_order = coalesce($8, markov_order)
           WHERE client_id = $1
           RETURNING ${CLIENT_DETAILS}`,
-        [clientId, changes.name ?? null, changes.time_zone ?? null, jsonOrNull(changes.source_platforms), jsonOrNull(changes.collect_origins)],
+        [
+          clientId,
+          changes.name ?? null,
+          changes.time_zone ?? null,
+          jsonOrNull(changes.source_platforms),
+          jsonOrNull(changes.collect_origins),
+          changes.channel_grouping ?? null,
+          changes.training_days ?? null,
+          changes.markov_order ?? null,
+        ],
       );
       return client ?? 'unknown_client';
     },

@@ -25,6 +25,7 @@ export const TABLE_PLACEMENT = {
   attribution_credit_days: 'distributed',
   attribution_visit_days: 'distributed',
   attribution_paths: 'distributed',
+  attribution_learnt_models: 'distributed',
   service_settings: 'reference',
   schema_migrations: 'coordinator',
 } as const satisfies Record<string, 'distributed' | 'reference' | 'coordinator'>;

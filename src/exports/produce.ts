@@ -5,7 +5,7 @@ import type { Database } from '../db/index.js';
 import { csvRowSelect, writeCsv } from './csv.js';
 import type { ExportJob } from './jobs.js';
 import { planExport, planRowsSql, rowsPlanOf } from './plan.js';
-import { CLIENT_TEXT_COLUMNS, readSlicedRows } from '../attribution/index.js';
+import { CLIENT_TEXT_COLUMNS, learnWeights, readSlicedRows } from '../attribution/index.js';
 import type { ExportRequest } from './schema.js';
 
 export interface ProducerOptions {
@@ -58,8 +58,8 @@ export function createExportProducer({ db, exportsDir, rowsPerFile, connections 
     const planned = planExport(job.request as unknown as ExportRequest, await clients.timeZone(job.client_id), new Date(job.created_at));
     // A stored request was planned without problems when it was created; this is never expected.
     if ('problems' in planned) throw new Error(`The export request cannot be carried out: ${planned.problems.map((problem) => problem.msg).join('; ')}`);
-    const { plan } = planned;
     const tenant = { clientId: job.client_id, environment: job.environment, dryRun: false };
+    const plan = { ...planned.plan, learnt: await learnWeights(db, tenant, planned.plan) };
     const { columns } = planRowsSql(tenant, plan);
     const select = csvRowSelect(
       columns.map((column) => column.name),
@@ -71,10 +71,13 @@ export function createExportProducer({ db, exportsDir, rowsPerFile, connections 
       { dir, baseName: plan.fileBaseName, header: columns.map((column) => column.header), rowsPerFile },
       signal,
     );
-    const warn =
-      currencies.length > 1
-        ? { currencies: `Amounts in ${currencies.sort().join(', ')} are in rows of their own: amounts in different currencies are never added together.` }
-        : undefined;
+    const warnings = {
+      ...(currencies.length > 1 && {
+        currencies: `Amounts in ${currencies.sort().join(', ')} are in rows of their own: amounts in different currencies are never added together.`,
+      }),
+      ...(plan.learnt && plan.learnt.warnings.length > 0 && { attribution_models: plan.learnt.warnings.join('; ') }),
+    };
+    const warn = Object.keys(warnings).length > 0 ? warnings : undefined;
     return { files, warn };
   }
 }

@@ -178,8 +178,9 @@ export async function runReport(
   const planned = planExport(request, await clients.timeZone(tenant.clientId), new Date());
   if ('problems' in planned) return { problems: planned.problems.map((problem) => ({ ...problem, loc: 'query' })) };
   const plan = { ...planned.plan, granularity };
+  const learnt = await reports.learnWeights(tenant, plan);
   const keptTotals = keptTotalsOf(tenant, plan);
-  const { sql, params, columns, computed } = planRowsSql(tenant, { ...plan, fromKeptTotals: keptTotals !== undefined }, [...SUMMED]);
+  const { sql, params, columns, computed } = planRowsSql(tenant, { ...plan, fromKeptTotals: keptTotals !== undefined, learnt }, [...SUMMED]);
   const fresh = () => ({ ending: { totals: totalsOfNoRows(plan), currency: null as string | null }, batches: [Buffer.from('{"rows":[')] as Buffer[] });
   let { ending, batches } = fresh();
   await reports.eachBatch(tenant, { sql: reportSql(plan, sql, columns, computed), params, keptTotals, signal }, () => {
@@ -193,6 +194,7 @@ export async function runReport(
       if (texts.length > 0) batches.push(joinedBytes(texts, ',', batches.length > 1));
     };
   });
-  batches.push(Buffer.from(`],"totals":${ending.totals},"currency":${JSON.stringify(ending.currency)}}`));
+  const warn = learnt && learnt.warnings.length > 0 ? `,"warn":${JSON.stringify({ attribution_model: learnt.warnings.join('; ') })}` : '';
+  batches.push(Buffer.from(`],"totals":${ending.totals},"currency":${JSON.stringify(ending.currency)}${warn}}`));
   return { json: Buffer.concat(batches) };
 }

@@ -1,4 +1,4 @@
-import { readRows, type RowsRead } from '../attribution/index.js';
+import { learnWeights, NOTHING_LEARNT, readRows, usesLearntWeights, type LearntWeights, type RowsPlan, type RowsRead } from '../attribution/index.js';
 import type { Tenant } from '../auth/tenant.js';
 import type { Database } from '../db/index.js';
 import type { TenantShare } from '../db/tenant-share.js';
@@ -18,10 +18,18 @@ export function createReportRepository(db: Database, { lockWaitMs, share }: { lo
     eachBatch(tenant: Tenant, read: Pick<RowsRead, 'sql' | 'params' | 'keptTotals' | 'signal'>, startReading: Parameters<typeof readRows>[2]): Promise<void> {
       return share.run(tenant, () => readRows(db, { ...read, batchSize: BATCH, lockWaitMs }, startReading));
     },
+
+    /** The weights a report's data-driven model credits by (learnWeights), within the tenant's share of the database. */
+    learnWeights(tenant: Tenant, plan: LearningPlan): Promise<LearntWeights | undefined> {
+      return share.run(tenant, () => learnWeights(db, tenant, plan));
+    },
   };
 }
+
+type LearningPlan = Pick<RowsPlan, 'attribution' | 'period' | 'timeZone'>;
 
 /** The UAT test credentials keep no orders: their reports have no rows. */
 export const standInReports: ReportRepository = {
   eachBatch: async () => {},
+  learnWeights: async (_tenant: Tenant, plan: LearningPlan) => (usesLearntWeights(plan) ? NOTHING_LEARNT : undefined),
 };

@@ -36,6 +36,12 @@ export const PerformanceReport = Type.Object(
         'Per metric: sums of the rows, and ratios of those sums (roas = total rev ÷ total spend); null when rows are in several currencies, or a ratio divides by 0.',
     }),
     currency: Type.Union([Type.String(), Type.Null()], { description: 'The currency of every row with one; null when there are several (or none).' }),
+    warn: Type.Optional(
+      Type.Object(
+        { attribution_model: Type.String() },
+        { description: 'Said when the data-driven model asked learnt from too few conversions to be trusted (GET /v1/attribution/models/{model_id}).' },
+      ),
+    ),
   },
   {
     examples: [

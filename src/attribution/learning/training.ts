@@ -1,0 +1,193 @@
+import type { Tenant } from '../../auth/tenant.js';
+import type { Queryable } from '../../db/index.js';
+import { localDayStart } from '../../db/local-days.js';
+import { IN_VISITS_PATH } from '../credits-sql.js';
+import { CREDIT_PARTS, UNLIMITED, windowDaysSql, type AttributionWindow, type DataDrivenModelId } from '../models.js';
+import { notConvertingVisitsSql, pathsSql } from '../paths.js';
+import { stateSql, type ChannelGrouping } from './grouping.js';
+import { learnMarkov, type MarkovOrder } from './markov.js';
+import { weightsOf, type PathCount } from './paths.js';
+import { learnShapley } from './shapley.js';
+
+/**
+ * Training the data-driven models on a client's paths, and keeping what was learnt
+ * (attribution_learnt_models, migration 0031) so that requests reuse it.
+ *
+ * A model is trained per client, environment, model, window and settings on a training period:
+ * the client's `training_days` (default 90) before the period asked. Its converting paths are
+ * the paths the engine credits (pathsSql) of the orders placed in the training period; its
+ * paths that did not convert, of each customer (or unlinked visitor), its visits of the training
+ * period in no order's path. What was learnt is reused until it is LEARNT_FOR old, then learnt
+ * again from the data as it is then.
+ */
+
+/** A client's settings of the data-driven models (clients table, admin API). */
+export interface LearningSettings {
+  channel_grouping: ChannelGrouping;
+  training_days: number;
+  markov_order: MarkovOrder;
+}
+export const DEFAULT_TRAINING_DAYS = 90;
+export const MAX_TRAINING_DAYS = 730;
+
+/**
+ * Fewer converting paths than this in the training period, and answers warn that the weights are
+ * not to be trusted: Google Ads asked 300 conversions in 30 days of its own data-driven model.
+ */
+export const FEW_CONVERSIONS = 300;
+/** How long what was learnt is reused before it is learnt again from the data then. */
+export const LEARNT_FOR_MS = 15 * 60_000;
+
+/** What a model learnt, as GET /v1/attribution/models/{id} answers it. */
+export interface LearntModel {
+  model: DataDrivenModelId;
+  window: number | typeof UNLIMITED;
+  channel_grouping: ChannelGrouping;
+  /** markov only. */
+  markov_order?: MarkovOrder;
+  training: { from: string; before: string };
+  computed_at: string;
+  paths: { converting: number; not_converting: number };
+  /** markov only: the probability that a path converts. */
+  conversion_probability?: number;
+  /** Each state: its removal effect (markov) or Shapley value (shapley), and the weight credits are shared by (the largest is 1). */
+  channels: { channel: string; removal_effect?: number; shapley_value?: number; weight: number }[];
+  transitions?: { from: string; to: string; count: number; probability: number }[];
+  coalitions?: { channels: string[]; converting: number; paths: number; value: number }[];
+  /** Said when the training period had fewer than FEW_CONVERSIONS converting paths. */
+  warning: string | null;
+}
+
+export interface Learnt {
+  summary: LearntModel;
+  /** Integer weights of states, the largest CREDIT_PARTS (credits-sql.ts). */
+  weights: Record<string, number>;
+}
+
+/** The instants of a training period, ISO text. */
+export interface TrainingPeriod {
+  from: string;
+  before: string;
+}
+
+/**
+ * The training period before a period asked that starts at the local day `fromDay` of `timeZone`,
+ * or at the instant `fromInstant`.
+ */
+export async function trainingPeriodBefore(tx: Queryable, start: { fromDay: string; timeZone: string } | { fromInstant: string }, days: number): Promise<TrainingPeriod> {
+  const [row] =
+    'fromDay' in start
+      ? await tx.query<TrainingPeriod>(
+          `SELECT utc_iso(${localDayStart('($1::date - $3::int)', '$2')}) AS "from", utc_iso(${localDayStart('$1::date', '$2')}) AS before`,
+          [start.fromDay, start.timeZone, days],
+        )
+      : await tx.query<TrainingPeriod>(`SELECT utc_iso($1::timestamptz - $2::int * interval '1 day') AS "from", utc_iso($1::timestamptz) AS before`, [start.fromInstant, days]);
+  return row!;
+}
+
+/** The client's settings of the data-driven models. */
+export async function learningSettings(tx: Queryable, clientId: string): Promise<LearningSettings> {
+  const [row] = await tx.query<LearningSettings>('SELECT channel_grouping, training_days, markov_order FROM clients WHERE client_id = $1', [clientId]);
+  return row ?? { channel_grouping: 'platform', training_days: DEFAULT_TRAINING_DAYS, markov_order: 1 };
+}
+
+interface Asked {
+  model: DataDrivenModelId;
+  window: AttributionWindow;
+  settings: LearningSettings;
+  training: TrainingPeriod;
+}
+
+/** What `model` learnt on the training period: kept, when learnt less than LEARNT_FOR ago, else learnt now and kept. */
+export async function learntModel(tx: Queryable, tenant: Tenant, asked: Asked, now = new Date()): Promise<Learnt> {
+  const key = keyOf(tenant, asked);
+  const [kept] = await tx.query<{ summary: LearntModel; weights: Record<string, number> }>(
+    `SELECT learnt AS summary, weights FROM attribution_learnt_models
+      WHERE client_id = $1 AND environment = $2 AND model = $3 AND attribution_window = $4 AND channel_grouping = $5 AND markov_order = $6
+        AND trained_from = $7 AND trained_before = $8 AND computed_at > $9`,
+    [...key, new Date(now.getTime() - LEARNT_FOR_MS).toISOString()],
+  );
+  if (kept) return kept;
+  const learnt = await learn(tx, tenant, asked, now);
+  await tx.query(
+    `INSERT INTO attribution_learnt_models AS k
+            (client_id, environment, model, attribution_window, channel_grouping, markov_order, trained_from, trained_before, computed_at, weights, learnt)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+     ON CONFLICT (client_id, environment, model, attribution_window, channel_grouping, markov_order, trained_from, trained_before)
+     DO UPDATE SET computed_at = excluded.computed_at, weights = excluded.weights, learnt = excluded.learnt`,
+    [...key, now.toISOString(), JSON.stringify(learnt.weights), JSON.stringify(learnt.summary)],
+  );
+  // Training periods follow the periods asked: what no request asked for a day goes.
+  await tx.query('DELETE FROM attribution_learnt_models WHERE client_id = $1 AND environment = $2 AND computed_at < $3', [
+    tenant.clientId,
+    tenant.environment,
+    new Date(now.getTime() - 24 * 3_600_000).toISOString(),
+  ]);
+  return learnt;
+}
+
+const keyOf = ({ clientId, environment }: Tenant, { model, window, settings, training }: Asked) => [
+  clientId,
+  environment,
+  model,
+  String(window),
+  settings.channel_grouping,
+  model === 'markov' ? settings.markov_order : 0,
+  training.from,
+  training.before,
+];
+
+/** Trains `model` on the client's paths of the training period. */
+async function learn(tx: Queryable, tenant: Tenant, { model, window, settings, training }: Asked, now: Date): Promise<Learnt> {
+  const paths = await pathCounts(tx, tenant, window, settings.channel_grouping, training);
+  const converting = paths.reduce((sum, path) => sum + path.converting, 0);
+  const common = {
+    model,
+    window: windowDaysSql(window) ?? (UNLIMITED as typeof UNLIMITED),
+    channel_grouping: settings.channel_grouping,
+    training,
+    computed_at: now.toISOString(),
+    paths: { converting, not_converting: paths.reduce((sum, path) => sum + path.notConverting, 0) },
+    warning:
+      converting < FEW_CONVERSIONS
+        ? `${model} learnt from ${converting} converting paths (fewer than ${FEW_CONVERSIONS}) between ${training.from} and ${training.before}: its weights may be chance`
+        : null,
+  };
+  if (model === 'markov') {
+    const { removalEffects, conversionProbability, transitions } = learnMarkov(paths, settings.markov_order);
+    const weights = weightsOf(removalEffects, CREDIT_PARTS);
+    const channels = Object.entries(removalEffects).map(([channel, effect]) => ({ channel, removal_effect: effect, weight: weights[channel]! / CREDIT_PARTS }));
+    return {
+      weights,
+      summary: { ...common, markov_order: settings.markov_order, conversion_probability: conversionProbability, channels, transitions },
+    };
+  }
+  const { values, coalitions } = learnShapley(paths);
+  const weights = weightsOf(values, CREDIT_PARTS);
+  const channels = Object.entries(values).map(([channel, value]) => ({ channel, shapley_value: value, weight: weights[channel]! / CREDIT_PARTS }));
+  return { weights, summary: { ...common, channels, coalitions } };
+}
+
+/**
+ * The client's paths of the training period as sequences of states, counted: each order's path
+ * (its visits within the window, as the engine credits them), and the visits of each customer,
+ * or unlinked visitor, in no order's path.
+ */
+async function pathCounts(tx: Queryable, tenant: Tenant, window: AttributionWindow, grouping: ChannelGrouping, { from, before }: TrainingPeriod): Promise<PathCount[]> {
+  const spec = { clientId: '$1::uuid', environment: '$2::environment' };
+  const inOrder = `ORDER BY occurred_at, touchpoint_id COLLATE "C"`;
+  const rows = await tx.query<{ states: string[]; converting: string; not_converting: string }>(
+    `WITH ${pathsSql({ ...spec, orders: { purchasedFrom: '$3::timestamptz', purchasedBefore: '$4::timestamptz' }, windows: [window], firstOrders: false })},
+          ${notConvertingVisitsSql({ ...spec, visitedFrom: '$3::timestamptz', visitedBefore: '$4::timestamptz', window })},
+          sequences AS (
+            SELECT array_agg(${stateSql(grouping)} ${inOrder}) AS states, true AS converted
+              FROM candidates WHERE ${IN_VISITS_PATH} GROUP BY path_id
+            UNION ALL
+            SELECT array_agg(${stateSql(grouping)} ${inOrder}), false
+              FROM not_converting GROUP BY coalesce('c' || path_customer_id, 'v' || visitor_id, 't' || touchpoint_id))
+     SELECT states, count(*) FILTER (WHERE converted) AS converting, count(*) FILTER (WHERE NOT converted) AS not_converting
+       FROM sequences GROUP BY states`,
+    [tenant.clientId, tenant.environment, from, before],
+  );
+  return rows.map((row) => ({ states: row.states, converting: Number(row.converting), notConverting: Number(row.not_converting) }));
+}
