@@ -7,7 +7,7 @@ import path from 'node:path';
 import readline from 'node:readline';
 import { createScratchDatabase } from '../test/databases.js';
 
-const ADMIN_TOKEN = 'bench-admin-token-0123456789abcdef';
+export const ADMIN_TOKEN = 'bench-admin-token-0123456789abcdef';
 const CLI = new URL('../dist/cli.js', import.meta.url).pathname;
 
 export interface Store {

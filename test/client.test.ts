@@ -37,6 +37,18 @@ describe('against the running app', () => {
     assert.deepEqual([aliased.added, aliased.ignored], [1, 0]);
     const explained = await trb.orders.explain('o-1');
     assert.equal(explained.purchase_total, 12);
+    const byMarkov = await trb.orders.explain('o-1', { model: 'markov', period_from: '2024-03-01' });
+    assert.equal(byMarkov.learnt?.training.before, '2024-03-01T00:00:00.000Z');
+  });
+
+  test('attribution: the models, and what a data-driven one learnt', async () => {
+    const { models } = await trb.attribution.models();
+    assert.ok(models.some((model) => model.id === 'shapley' && model.data_driven));
+    const shapley = await trb.attribution.model('shapley', { window: '7', period_from: '2024-03-09' });
+    assert.deepEqual(shapley.learnt?.training, { from: '2023-12-10T00:00:00.000Z', before: '2024-03-09T00:00:00.000Z' });
+    assert.deepEqual(shapley.learnt?.paths, { converting: 0, not_converting: 0 });
+    const error = await trb.attribution.model('markow').catch((caught: unknown) => caught);
+    assert.ok(error instanceof TributaryError && error.status === 422);
   });
 
   test('warnings and errors point into the whole input, not the batch', async () => {

@@ -115,6 +115,8 @@ const LearntModel = Type.Object({
   warning: FewConversions,
 });
 
+export const AttributionModelQuery = Type.Object({ window: Window, period_from: PeriodFrom("today's") }, { additionalProperties: false });
+
 export const AttributionModel = Type.Object({
   id: Type.String(),
   name: Type.String(),
@@ -183,7 +185,7 @@ export const attributionModelRoutes: FastifyPluginAsyncTypebox = async (app) => 
         params: Type.Object({
           model_id: Type.String({ enum: MODEL_IDS, 'x-messages': { enum: `Must be one of ${MODEL_IDS.join(', ')}` }, examples: ['markov'] }),
         }),
-        querystring: Type.Object({ window: Window, period_from: PeriodFrom("today's") }, { additionalProperties: false }),
+        querystring: AttributionModelQuery,
         response: { 200: AttributionModel, 401: ErrorEnvelope, 422: ErrorEnvelope },
       },
     },

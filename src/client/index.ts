@@ -3,7 +3,7 @@
  * Its types are those of the server's schemas; large inputs are split at the API's limits.
  */
 import type { Static } from 'typebox';
-import type { Explanation, ExplanationQuery } from '../attribution/routes.js';
+import type { AttributionModel as AttributionModelSchema, AttributionModelQuery, Explanation, ExplanationQuery } from '../attribution/routes.js';
 import type { ErasureBody, ErasureResult } from '../customers/routes.js';
 import type { AttributionModelList, BreakdownList, ExportResult, MetricList } from '../exports/routes.js';
 import type { ExportRequest } from '../exports/schema.js';
@@ -47,6 +47,8 @@ export type OrderAlias = Static<typeof AliasRequest>['aliases'][number];
 export type AliasAddResult = Static<typeof AliasResult>;
 export type AttributionQuery = Static<typeof ExplanationQuery>;
 export type AttributionExplanation = Static<typeof Explanation>;
+export type AttributionModel = Static<typeof AttributionModelSchema>;
+export type LearntModelQuery = Static<typeof AttributionModelQuery>;
 export type HourlySpend = SpendFields & { hour_start_iso: string };
 export type DailySpend = SpendFields & { date: string };
 // The spend schemas are built for either collection, so their time fields are untyped: named here.
@@ -260,6 +262,13 @@ export class Tributary {
     breakdowns: ({ signal }: CallOptions = {}) => this.#http.json<Breakdowns>('GET', '/v1/exports/breakdowns', { idempotent: true, signal }),
     attributionModels: ({ signal }: CallOptions = {}) =>
       this.#http.json<AttributionModels>('GET', '/v1/exports/attribution-models', { idempotent: true, signal }),
+  };
+
+  /** The attribution models, and what the data-driven ones (markov, shapley) learnt from the client's paths. */
+  readonly attribution = {
+    models: ({ signal }: CallOptions = {}) => this.#http.json<{ models: AttributionModel[] }>('GET', '/v1/attribution/models', { idempotent: true, signal }),
+    model: (modelId: string, query: LearntModelQuery = {}, { signal }: CallOptions = {}) =>
+      this.#http.json<AttributionModel>('GET', `/v1/attribution/models/${encodeURIComponent(modelId)}`, { query, idempotent: true, signal }),
   };
 
   /** An export's rows at once, as JSON, for periods a request can wait for (the API says how long); longer ones are exports' work. */
