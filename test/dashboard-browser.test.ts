@@ -214,15 +214,44 @@ describe('the dashboard and the API reference in a real browser', { skip }, () =
 
   test('changing the model changes the figures', async () => {
     const revenue = async () => Object.fromEntries((await tableRows(0)).map((row) => [row.name, row.rev]));
-    await page.getByLabel('Model').selectOption('first_touch');
+    await page.locator('#model').selectOption('first_touch');
     await loaded();
     const first = await revenue();
-    await page.getByLabel('Model').selectOption('last_touch');
+    await page.locator('#model').selectOption('last_touch');
     await loaded();
     const last = await revenue();
     assert.notDeepEqual(first, last);
     const lastTouch = await report({ ...LAST_30, model: 'last_touch', level: 'platform', granularity: 'PERIOD', metrics: 'rev' });
     assert.deepEqual(last, Object.fromEntries(lastTouch.rows.map((row) => [row.platform, String(row.rev)])));
+    assert.equal(await page.locator('#learnt').isHidden(), true);
+  });
+
+  test('a data-driven model shows what it learnt, and warns when that was few orders', async () => {
+    const revenue = async () => Object.fromEntries((await tableRows(0)).map((row) => [row.name, row.rev]));
+    // Nothing to learn from before the last 30 days: shared as linear, and said so.
+    await page.locator('#model').selectOption('markov');
+    await loaded();
+    const markov = await report({ ...LAST_30, model: 'markov', level: 'platform', granularity: 'PERIOD', metrics: 'rev' });
+    assert.deepEqual(await revenue(), Object.fromEntries(markov.rows.map((row) => [row.platform, String(row.rev)])));
+    assert.equal(await page.locator('#learnt-title').innerText(), 'What Data-driven (Markov chain) learnt');
+    assert.match(await page.locator('#model-warning').innerText(), /^No order of that time had a path to learn from/);
+    // A period whose 90 days before hold the orders: the weights, strongest first, as the API shows them.
+    await page.getByLabel('Period').selectOption('custom');
+    await page.getByLabel('From', { exact: true }).fill(dayBefore(2));
+    await page.getByLabel('To', { exact: true }).fill(dayBefore(1));
+    await loaded();
+    const learnt = await service.production.inject({ method: 'GET', url: `/v1/attribution/models/markov?window=30&period_from=${dayBefore(2)}`, headers: client.headers });
+    const channels = (learnt.json().learnt.channels as { channel: string; weight: number }[]).sort((a, b) => b.weight - a.weight);
+    assert.equal(channels.length, 2);
+    const shown = await page.$$eval('#learnt-channels tbody tr', (rows) => rows.map((row) => [row.querySelector('th')!.textContent, row.querySelector('td.weight')!.textContent]));
+    assert.deepEqual(shown, channels.map(({ channel, weight }) => [channel, `${(weight * 100).toFixed(1)}%`]));
+    assert.match(await page.locator('#learnt-summary').innerText(), /^From \d+ orders with a path and \d+ visitors who did not buy/);
+    assert.match(await page.locator('#model-warning').innerText(), /^Learnt from few orders \(\d+; about 300 are needed\)/);
+    await shot('3b-data-driven-model');
+    await page.locator('#model').selectOption('last_touch');
+    await page.getByLabel('Period').selectOption('30');
+    await loaded();
+    assert.equal(await page.locator('#learnt').isHidden(), true);
   });
 
   test('a custom period, at phone width and in dark mode', async () => {

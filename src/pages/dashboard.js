@@ -360,7 +360,11 @@ async function load() {
     shown = pickedPeriod(health.time_zone, new Date());
     tableRows = {};
     $('period-shown').replaceChildren(...describePeriod(shown));
-    const [chart] = await Promise.all([report({ ...options(), level: 'total', granularity: 'DAILY', metrics: 'spend,rev,mer' }), rowsOf(0)]);
+    const [chart] = await Promise.all([
+      report({ ...options(), level: 'total', granularity: 'DAILY', metrics: 'spend,rev,mer' }),
+      rowsOf(0),
+      showLearnt(options().model, shown, options().window),
+    ]);
     const openDepths = new Set([...expanded].map((key) => key.split('\u0000').length));
     await Promise.all([...openDepths].map(rowsOf));
     if (mine !== loading) return;
@@ -377,12 +381,65 @@ async function load() {
   }
 }
 
+/** A bar as long as a weight (of 1): its width set through the CSSOM, which the pages' policy allows where a style attribute is refused. */
+function weightBar(weight) {
+  const bar = el('span', { class: 'bar' });
+  bar.style.width = `${weight * 100}%`;
+  return bar;
+}
+
+/** The models offered, by id: their names, and whether they learn from the client's paths. */
+let models = new Map();
+
+const longDay = (instant, timeZone) => new Intl.DateTimeFormat(undefined, { timeZone, day: 'numeric', month: 'short', year: 'numeric' }).format(Date.parse(instant));
+
+/**
+ * What a data-driven model learnt before the period shown: each channel's weight, which the
+ * credit of an order is shared by, what it was learnt from, and a warning when that was few orders.
+ */
+async function showLearnt(model, { start_date, timeZone }, lookback) {
+  if (!models.get(model)?.data_driven) {
+    $('learnt').hidden = true;
+    return;
+  }
+  const { name, learnt } = await api(`/v1/attribution/models/${model}?${new URLSearchParams({ window: lookback, period_from: start_date })}`);
+  const { training, paths, channels } = learnt;
+  const lastDay = new Date(Date.parse(training.before) - 1).toISOString();
+  $('learnt-title').textContent = `What ${name} learnt`;
+  $('learnt-summary').textContent =
+    `From ${paths.converting.toLocaleString()} orders with a path and ${paths.not_converting.toLocaleString()} visitors who did not buy, ` +
+    `${longDay(training.from, timeZone)} – ${longDay(lastDay, timeZone)}. Each order's credit is shared among the channels of its path by these weights.`;
+  const warning = $('model-warning');
+  warning.hidden = learnt.warning === null;
+  warning.textContent =
+    paths.converting === 0
+      ? 'No order of that time had a path to learn from: every order here is shared equally among its touchpoints, as Linear shares it.'
+      : `Learnt from few orders (${paths.converting.toLocaleString()}; about 300 are needed): the split between channels may be chance.`;
+  const effect = model === 'markov' ? 'removal_effect' : 'shapley_value';
+  $('learnt-effect').textContent = model === 'markov' ? 'Removal effect' : 'Shapley value';
+  const percent = (value) => `${(value * 100).toFixed(1)}%`;
+  $('learnt-channels').tBodies[0].replaceChildren(
+    ...[...channels]
+      .sort((a, b) => b.weight - a.weight || (a.channel < b.channel ? -1 : 1))
+      .map((channel) =>
+        el(
+          'tr',
+          {},
+          el('th', { scope: 'row', text: channel.channel }),
+          el('td', { class: 'weight' }, weightBar(channel.weight), el('span', { text: percent(channel.weight) })),
+          el('td', { class: 'num', text: channel[effect].toFixed(4) }),
+        ),
+      ),
+  );
+  $('learnt').hidden = false;
+}
+
 async function loadModels() {
-  const { attribution_models: models } = await api('/v1/exports/attribution-models');
-  // Aliases of the hosted API's ids are left out: each model once, under its own id.
-  const own = models.filter((model) => !/\(alias of /.test(model.name ?? ''));
-  $('model').replaceChildren(...own.map((model) => el('option', { value: model.id, text: model.name ?? model.id })));
-  $('model').value = own.some((model) => model.id === 'linear') ? 'linear' : own[0].id;
+  // Our own ids: the hosted API's aliases, which exports take too, name the same models.
+  const { models: offered } = await api('/v1/attribution/models');
+  models = new Map(offered.map((model) => [model.id, model]));
+  $('model').replaceChildren(...offered.map((model) => el('option', { value: model.id, text: model.name })));
+  $('model').value = models.has('linear') ? 'linear' : offered[0].id;
 }
 
 function showScreen(signedIn) {
