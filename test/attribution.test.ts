@@ -257,7 +257,7 @@ test("GET /v1/exports/attribution-models lists each model by id and name, then t
   assert.deepEqual(
     response.json().attribution_models.map(({ id }: { id: string }) => id),
     [
-      ...['first_touch', 'last_touch', 'last_touch_non_direct', 'linear', 'position_based', 'time_decay', 'clicks_only', 'clicks_and_views'],
+      ...['first_touch', 'last_touch', 'last_touch_non_direct', 'linear', 'position_based', 'time_decay', 'clicks_only', 'clicks_and_views', 'markov', 'shapley'],
       ...['northbeam_custom', 'northbeam_custom__va', 'northbeam_custom__enh'],
     ],
   );

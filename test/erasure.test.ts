@@ -233,10 +233,15 @@ test('an erased customer is in no text of its orders, aliases, touchpoints and k
   await service.db.transaction((tx) => keepMissingPaths(tx, { tenant, timeZone: 'UTC', period: { kind: 'days', from: '2024-03-01', to: '2024-04-01' } }));
   const keptPaths = await service.db.query<{ ad_id: string }>('SELECT ad_id FROM attribution_paths WHERE client_id = $1', [client.client_id]);
   assert.ok(keptPaths.some((path) => path.ad_id === email), JSON.stringify(keptPaths));
+  // What a data-driven model learnt names states by campaign: learnt again from the redacted data.
+  assert.equal((await call(client, 'GET', '/v1/attribution/models/markov?period_from=2024-03-06')).statusCode, 200);
+  const learnt = () => service.db.query('SELECT model FROM attribution_learnt_models WHERE client_id = $1', [client.client_id]);
+  assert.equal((await learnt()).length, 1);
 
   const response = await erase(client, { customer_emails: [email] });
   assert.equal(response.statusCode, 200, response.body);
   assert.deepEqual([response.json().customers, response.json().orders, response.json().touchpoints, response.json().identities], [1, 1, 4, 2]);
+  assert.equal((await learnt()).length, 0);
 
   const stored = await storedText(client.client_id);
   assert.doesNotMatch(stored, personal);

@@ -209,8 +209,9 @@ async function readBack(world: World) {
 interface Probe {
   what: string;
   method: 'GET' | 'POST' | 'PATCH' | 'DELETE';
-  /** The route as the app registers it; `:name` is filled in with the id of that name. */
+  /** The route as the app registers it; `:name` is filled in with the id of that name, or the value `params` gives it. */
   route: string;
+  params?: Record<string, string>;
   query?: (ids: Ids) => Record<string, string>;
   payload?: (ids: Ids) => object;
   /** Asserts the answer; returns anything more the client learned through it. */
@@ -220,7 +221,7 @@ interface Probe {
 function request(probe: Probe, ids: Ids, method: string = probe.method): InjectOptions {
   return {
     method: method as InjectOptions['method'],
-    url: probe.route.replace(/:(\w+)/g, (_, name: string) => ids[name as keyof Ids]),
+    url: probe.route.replace(/:(\w+)/g, (_, name: string) => ids[name as keyof Ids] ?? probe.params?.[name]),
     ...(probe.query && { query: probe.query(ids) }),
     ...(probe.payload && { payload: probe.payload(ids) }),
   };
@@ -291,6 +292,16 @@ const explainProbe = (what: string, check: Probe['check']): Probe => ({
   check,
 });
 
+/** What markov learnt from the 90 days before `periodFrom`, after A's day: the paths counted. */
+const learntProbe = (what: string, periodFrom: string, paths: object): Probe => ({
+  what,
+  method: 'GET',
+  route: '/v1/attribution/models/:model_id',
+  params: { model_id: 'markov' },
+  query: () => ({ window: '30', period_from: periodFrom }),
+  check: (response) => assert.deepEqual((expectStatus(response, 200) as { learnt: { paths: object } }).learnt.paths, paths),
+});
+
 const fetchExportOfA: Probe = {
   what: "fetches A's export result: 404",
   method: 'GET',
@@ -336,6 +347,13 @@ const BEFORE_WRITES: Probe[] = [
     },
   },
   explainProbe("explains A's order: 404, unknown order", (response) => void assertErrorEnvelope(response, 404)),
+  {
+    what: 'lists the attribution models',
+    method: 'GET',
+    route: '/v1/attribution/models',
+    check: (response) => assert.deepEqual((expectStatus(response, 200) as { models: { id: string }[] }).models.map(({ id }) => id), MODELS.map(({ id }) => id)),
+  },
+  learntProbe("reads what markov learnt from A's days: nothing", '2024-03-09', { converting: 0, not_converting: 0 }),
   {
     what: "patches A's order id: 404, unknown order",
     method: 'PATCH',
@@ -478,6 +496,8 @@ const WRITES: Probe[] = [
       { order_id: ids.order_id, customer_id: 'b-customer', purchase_total: 12.5, touchpoints: [[ids.touchpoint_id, ids.campaign, 1, 12.5]] },
     );
   }),
+  // Another training period: what was learnt before B wrote is reused for 15 minutes.
+  learntProbe("reads what markov learnt from A's days: its own two orders' paths only", '2024-03-10', { converting: 2, not_converting: 0 }),
   listTouchpointsProbe("lists touchpoints of A's customer: none", ofCustomer, () => []),
   listTouchpointsProbe('lists touchpoints of the day: its own only', () => ({ start: `${DAY}T00:00:00Z` }), bTouchpoint),
   ...spendProbes('delete', 'deletes spend of that key: its own record only', B_SPEND),
@@ -499,7 +519,7 @@ function told(response: LightMyRequestResponse, ids: Ids, learned?: unknown) {
   const { 'content-type': type, 'content-length': length } = response.headers;
   const answer = { status: response.statusCode, type, length, body: json ? response.json() : response.body, learned };
   const text = JSON.stringify(answer, function (this: Record<string, unknown>, key, value) {
-    if (key === 'request_id' || key === 'created_at' || key === 'finished_at') return '<masked>';
+    if (key === 'request_id' || key === 'created_at' || key === 'finished_at' || key === 'computed_at') return '<masked>';
     if (key === 'updated_at') return value === this.created_at ? '<created_at>' : '<later>';
     if (key === 'id' && UUID.test(String(value))) return '<new export id>';
     return value;

@@ -117,15 +117,43 @@ const LearntModel = Type.Object({
 
 export const AttributionModelQuery = Type.Object({ window: Window, period_from: PeriodFrom("today's") }, { additionalProperties: false });
 
-export const AttributionModel = Type.Object({
-  id: Type.String(),
-  name: Type.String(),
-  definition: Type.String(),
-  data_driven: Type.Boolean({ description: "Whether it learns from the client's paths (markov, shapley)." }),
-  learnt: Type.Optional(
-    Type.Union([LearntModel, Type.Null()], { description: 'Data-driven models: what was learnt for the window and period asked; null for the UAT test credentials, which keep no paths.' }),
-  ),
-});
+export const AttributionModel = Type.Object(
+  {
+    id: Type.String(),
+    name: Type.String(),
+    definition: Type.String(),
+    data_driven: Type.Boolean({ description: "Whether it learns from the client's paths (markov, shapley)." }),
+    learnt: Type.Optional(
+      Type.Union([LearntModel, Type.Null()], { description: 'Data-driven models: what was learnt for the window and period asked; null for the UAT test credentials, which keep no paths.' }),
+    ),
+  },
+  {
+    examples: [
+      {
+        id: 'markov',
+        name: 'Data-driven (Markov chain)',
+        definition: 'Learnt from the client\'s paths, converting and not: …',
+        data_driven: true,
+        learnt: {
+          model: 'markov',
+          window: 30,
+          channel_grouping: 'platform',
+          markov_order: 1,
+          training: { from: '2025-12-01T00:00:00.000Z', before: '2026-03-01T00:00:00.000Z' },
+          computed_at: '2026-03-05T09:12:40.118Z',
+          paths: { converting: 4210, not_converting: 88512 },
+          conversion_probability: 0.045398,
+          channels: [
+            { channel: 'google', removal_effect: 0.61, weight: 1 },
+            { channel: 'meta', removal_effect: 0.366, weight: 0.6 },
+          ],
+          transitions: [{ from: START, to: 'meta', count: 51230, probability: 0.5557 }],
+          warning: null,
+        },
+      },
+    ],
+  },
+);
 
 
 /** Why an order is credited as it is: GET /v2/orders/{order_id}/attribution. */

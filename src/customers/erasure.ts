@@ -109,6 +109,9 @@ export function createCustomerErasure(db: Database) {
         // Kept paths hold the touchpoints' ids as they were (ad_id among them): they go, and their
         // days are computed again (every kept day is made stale below).
         await tx.query(`DELETE FROM attribution_paths k WHERE ${TENANT('k')} AND k.order_id = ANY ($3::text[])`, [...tenantParams, orderIds]);
+        // What the data-driven models learnt names states by campaign ids, which may have held an
+        // identifier: it is learnt again from the redacted data when next asked.
+        if (redacted.length > 0) await tx.query(`DELETE FROM attribution_learnt_models k WHERE ${TENANT('k')}`, tenantParams);
         await forgetChangedKeys(tx, tenantParams);
         // Attribution is meant to come out the same, but erasures are rare: every kept total is
         // made stale rather than reasoned about.

@@ -59,7 +59,7 @@ export function createExportProducer({ db, exportsDir, rowsPerFile, connections 
     // A stored request was planned without problems when it was created; this is never expected.
     if ('problems' in planned) throw new Error(`The export request cannot be carried out: ${planned.problems.map((problem) => problem.msg).join('; ')}`);
     const tenant = { clientId: job.client_id, environment: job.environment, dryRun: false };
-    const plan = { ...planned.plan, learnt: await learnWeights(db, tenant, planned.plan) };
+    const plan = { ...planned.plan, learnt: await learnWeights(db, tenant, planned.plan, signal) };
     const { columns } = planRowsSql(tenant, plan);
     const select = csvRowSelect(
       columns.map((column) => column.name),

@@ -178,7 +178,7 @@ export async function runReport(
   const planned = planExport(request, await clients.timeZone(tenant.clientId), new Date());
   if ('problems' in planned) return { problems: planned.problems.map((problem) => ({ ...problem, loc: 'query' })) };
   const plan = { ...planned.plan, granularity };
-  const learnt = await reports.learnWeights(tenant, plan);
+  const learnt = await reports.learnWeights(tenant, plan, signal);
   const keptTotals = keptTotalsOf(tenant, plan);
   const { sql, params, columns, computed } = planRowsSql(tenant, { ...plan, fromKeptTotals: keptTotals !== undefined, learnt }, [...SUMMED]);
   const fresh = () => ({ ending: { totals: totalsOfNoRows(plan), currency: null as string | null }, batches: [Buffer.from('{"rows":[')] as Buffer[] });

@@ -20,8 +20,8 @@ export function createReportRepository(db: Database, { lockWaitMs, share }: { lo
     },
 
     /** The weights a report's data-driven model credits by (learnWeights), within the tenant's share of the database. */
-    learnWeights(tenant: Tenant, plan: LearningPlan): Promise<LearntWeights | undefined> {
-      return share.run(tenant, () => learnWeights(db, tenant, plan));
+    learnWeights(tenant: Tenant, plan: LearningPlan, signal?: AbortSignal): Promise<LearntWeights | undefined> {
+      return share.run(tenant, () => learnWeights(db, tenant, plan, signal));
     },
   };
 }

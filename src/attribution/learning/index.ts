@@ -41,9 +41,15 @@ export async function learntFor(
 /**
  * The weights of the data-driven combinations of `plan`, learnt before its period, or undefined
  * when it has none. Its rows' statement needs them (exportRowsSql), so that every slice and
- * batch of an export credits by the same weights.
+ * batch of an export credits by the same weights. Given up, its statement cancelled, when
+ * `signal` aborts.
  */
-export async function learnWeights(db: Database, tenant: Tenant, plan: Pick<RowsPlan, 'attribution' | 'period' | 'timeZone'>): Promise<LearntWeights | undefined> {
+export async function learnWeights(
+  db: Database,
+  tenant: Tenant,
+  plan: Pick<RowsPlan, 'attribution' | 'period' | 'timeZone'>,
+  signal?: AbortSignal,
+): Promise<LearntWeights | undefined> {
   if (!usesLearntWeights(plan)) return undefined;
   const asked = new Map<string, { model: DataDrivenModelId; window: AttributionWindow }>();
   for (const { model, window } of plan.attribution ?? []) if (isDataDriven(model)) asked.set(`${model}/${window}`, { model, window });
@@ -57,5 +63,5 @@ export async function learnWeights(db: Database, tenant: Tenant, plan: Pick<Rows
       if (summary.warning) learnt.warnings.push(summary.warning);
     }
     return learnt;
-  });
+  }, { signal });
 }
