@@ -37,11 +37,55 @@ const CONVERGED = 1e-15;
 /** Sweeps at most: each halves the error many times over on paths as shops have them. */
 const MAX_SWEEPS = 100_000;
 
+/**
+ * A step of the paths, counted: from `(start)` (null) or a state (its last k channels) to a
+ * state, or to the end of the path, converting or not. What SQL counts of a client's paths
+ * (training.ts), and stepsOf of paths given whole.
+ */
+export interface Step {
+  from: readonly string[] | null;
+  to: readonly string[] | 'conversion' | 'null';
+  count: number;
+}
+
+/** The steps of `paths` in a chain of `order`. */
+export function stepsOf(paths: readonly PathCount[], order: MarkovOrder): Step[] {
+  const steps = new Map<string, Step>();
+  const count = (from: Step['from'], to: Step['to'], times: number) => {
+    if (times === 0) return;
+    const key = JSON.stringify([from, to]);
+    const step = steps.get(key) ?? { from, to, count: 0 };
+    step.count += times;
+    steps.set(key, step);
+  };
+  for (const { states, converting, notConverting } of paths) {
+    let from: readonly string[] | null = null;
+    states.forEach((_, i) => {
+      const to = states.slice(Math.max(0, i + 1 - order), i + 1);
+      count(from, to, converting + notConverting);
+      from = to;
+    });
+    if (from === null) continue;
+    count(from, 'conversion', converting);
+    count(from, 'null', notConverting);
+  }
+  return [...steps.values()];
+}
+
+/** The chain of `paths`; a channel only paths counted no times have is in it with no effect. */
 export function learnMarkov(paths: readonly PathCount[], order: MarkovOrder = 1): MarkovModel {
-  const chain = chainOf(paths, order);
+  const model = markovOf(stepsOf(paths, order), order);
+  const removalEffects = Object.fromEntries(statesOf(paths).map((channel) => [channel, model.removalEffects[channel] ?? 0]));
+  return { ...model, removalEffects };
+}
+
+/** The chain of counted steps: its conversion probability, transitions, and each channel's removal effect. */
+export function markovOf(steps: readonly Step[], order: MarkovOrder): MarkovModel {
+  const chain = chainOf(steps);
   const conversionProbability = chain.conversionFrom(() => false);
+  const channels = [...new Set(chain.lastChannel.filter((channel) => channel !== undefined))].sort();
   const removalEffects = Object.fromEntries(
-    statesOf(paths).map((channel) => {
+    channels.map((channel) => {
       const without = chain.conversionFrom((state) => chain.lastChannel[state] === channel);
       return [channel, conversionProbability > 0 ? 1 - without / conversionProbability : 0];
     }),
@@ -50,7 +94,7 @@ export function learnMarkov(paths: readonly PathCount[], order: MarkovOrder = 1)
 }
 
 /** The chain: states numbered from 0 (start), then 1 (conversion), 2 (null), then those of channels. */
-function chainOf(paths: readonly PathCount[], order: MarkovOrder) {
+function chainOf(steps: readonly Step[]) {
   const names = [START, CONVERSION, NULL];
   const lastChannel: (string | undefined)[] = [undefined, undefined, undefined];
   const numbers = new Map<string, number>();
@@ -67,19 +111,10 @@ function chainOf(paths: readonly PathCount[], order: MarkovOrder) {
     }
     return state;
   };
-  const count = (from: number, to: number, times: number) => {
-    if (times > 0) counts[from]!.set(to, (counts[from]!.get(to) ?? 0) + times);
-  };
-  for (const { states, converting, notConverting } of paths) {
-    if (states.length === 0) continue;
-    let from = 0;
-    for (let i = 0; i < states.length; i++) {
-      const to = stateOf(states.slice(Math.max(0, i + 1 - order), i + 1));
-      count(from, to, converting + notConverting);
-      from = to;
-    }
-    count(from, 1, converting);
-    count(from, 2, notConverting);
+  for (const { from, to, count } of steps) {
+    const source = from === null ? 0 : stateOf(from);
+    const target = to === 'conversion' ? 1 : to === 'null' ? 2 : stateOf(to);
+    counts[source]!.set(target, (counts[source]!.get(target) ?? 0) + count);
   }
   // Each transient state's exits as probabilities, its self-loop apart: solved for, p(s) = Σ p(s→t)·p(t) ÷ (1 − p(s→s)).
   const exits = counts.map((out, state) => {

@@ -5,7 +5,7 @@ import { IN_VISITS_PATH } from '../credits-sql.js';
 import { CREDIT_PARTS, UNLIMITED, windowDaysSql, type AttributionWindow, type DataDrivenModelId } from '../models.js';
 import { notConvertingVisitsSql, pathsSql } from '../paths.js';
 import { stateSql, type ChannelGrouping } from './grouping.js';
-import { learnMarkov, type MarkovOrder } from './markov.js';
+import { markovOf, type MarkovOrder, type Step } from './markov.js';
 import { weightsOf, type PathCount } from './paths.js';
 import { learnShapley } from './shapley.js';
 
@@ -139,22 +139,23 @@ const keyOf = ({ clientId, environment }: Tenant, { model, window, settings, tra
 
 /** Trains `model` on the client's paths of the training period. */
 async function learn(tx: Queryable, tenant: Tenant, { model, window, settings, training }: Asked, now: Date): Promise<Learnt> {
-  const paths = await pathCounts(tx, tenant, window, settings.channel_grouping, training);
-  const converting = paths.reduce((sum, path) => sum + path.converting, 0);
+  const paths = pathStatesSql(window, settings.channel_grouping);
+  const params = [tenant.clientId, tenant.environment, training.from, training.before];
+  const counted = model === 'markov' ? await markovSteps(tx, paths, params, settings.markov_order) : await coalitions(tx, paths, params);
   const common = {
     model,
     window: windowDaysSql(window) ?? (UNLIMITED as typeof UNLIMITED),
     channel_grouping: settings.channel_grouping,
     training,
     computed_at: now.toISOString(),
-    paths: { converting, not_converting: paths.reduce((sum, path) => sum + path.notConverting, 0) },
+    paths: counted.paths,
     warning:
-      converting < FEW_CONVERSIONS
-        ? `${model} learnt from ${converting} converting paths (fewer than ${FEW_CONVERSIONS}) between ${training.from} and ${training.before}: its weights may be chance`
+      counted.paths.converting < FEW_CONVERSIONS
+        ? `${model} learnt from ${counted.paths.converting} converting paths (fewer than ${FEW_CONVERSIONS}) between ${training.from} and ${training.before}: its weights may be chance`
         : null,
   };
-  if (model === 'markov') {
-    const { removalEffects, conversionProbability, transitions } = learnMarkov(paths, settings.markov_order);
+  if ('steps' in counted) {
+    const { removalEffects, conversionProbability, transitions } = markovOf(counted.steps, settings.markov_order);
     const weights = weightsOf(removalEffects, CREDIT_PARTS);
     const channels = Object.entries(removalEffects).map(([channel, effect]) => ({ channel, removal_effect: effect, weight: weights[channel]! / CREDIT_PARTS }));
     return {
@@ -162,32 +163,74 @@ async function learn(tx: Queryable, tenant: Tenant, { model, window, settings, t
       summary: { ...common, markov_order: settings.markov_order, conversion_probability: conversionProbability, channels, transitions },
     };
   }
-  const { values, coalitions } = learnShapley(paths);
+  const { values, coalitions: sets } = learnShapley(counted.sets);
   const weights = weightsOf(values, CREDIT_PARTS);
   const channels = Object.entries(values).map(([channel, value]) => ({ channel, shapley_value: value, weight: weights[channel]! / CREDIT_PARTS }));
-  return { weights, summary: { ...common, channels, coalitions } };
+  return { weights, summary: { ...common, channels, coalitions: sets } };
 }
 
 /**
- * The client's paths of the training period as sequences of states, counted: each order's path
- * (its visits within the window, as the engine credits them), and the visits of each customer,
- * or unlinked visitor, in no order's path.
+ * The items of a WITH clause defining `path_states`: the client's paths of the training period
+ * ($1 client, $2 environment, [$3, $4) the period), a row per touchpoint with its state, in
+ * columns path_key, converted, occurred_at, touchpoint_id and state: each order's path (its
+ * visits within the window, as the engine credits them), and the visits of each customer, or
+ * unlinked visitor, in no order's path. What is learnt is counted of them in SQL (markovSteps,
+ * coalitions): their sequences, a path's touchpoints each, stay in the database.
  */
-async function pathCounts(tx: Queryable, tenant: Tenant, window: AttributionWindow, grouping: ChannelGrouping, { from, before }: TrainingPeriod): Promise<PathCount[]> {
+function pathStatesSql(window: AttributionWindow, grouping: ChannelGrouping): string {
   const spec = { clientId: '$1::uuid', environment: '$2::environment' };
-  const inOrder = `ORDER BY occurred_at, touchpoint_id COLLATE "C"`;
-  const rows = await tx.query<{ states: string[]; converting: string; not_converting: string }>(
-    `WITH ${pathsSql({ ...spec, orders: { purchasedFrom: '$3::timestamptz', purchasedBefore: '$4::timestamptz' }, windows: [window], firstOrders: false })},
-          ${notConvertingVisitsSql({ ...spec, visitedFrom: '$3::timestamptz', visitedBefore: '$4::timestamptz', window })},
-          sequences AS (
-            SELECT array_agg(${stateSql(grouping)} ${inOrder}) AS states, true AS converted
-              FROM candidates WHERE ${IN_VISITS_PATH} GROUP BY path_id
-            UNION ALL
-            SELECT array_agg(${stateSql(grouping)} ${inOrder}), false
-              FROM not_converting GROUP BY coalesce('c' || path_customer_id, 'v' || visitor_id, 't' || touchpoint_id))
-     SELECT states, count(*) FILTER (WHERE converted) AS converting, count(*) FILTER (WHERE NOT converted) AS not_converting
-       FROM sequences GROUP BY states`,
-    [tenant.clientId, tenant.environment, from, before],
+  return `${pathsSql({ ...spec, orders: { purchasedFrom: '$3::timestamptz', purchasedBefore: '$4::timestamptz' }, windows: [window], firstOrders: false })},
+    ${notConvertingVisitsSql({ ...spec, visitedFrom: '$3::timestamptz', visitedBefore: '$4::timestamptz', window })},
+    path_states AS (
+      SELECT path_id AS path_key, true AS converted, occurred_at, touchpoint_id, ${stateSql(grouping)} AS state
+        FROM candidates WHERE ${IN_VISITS_PATH}
+      UNION ALL
+      SELECT coalesce('c' || path_customer_id, 'v' || visitor_id, 't' || touchpoint_id), false, occurred_at, touchpoint_id, ${stateSql(grouping)}
+        FROM not_converting)`;
+}
+
+type PathTotals = { converting: number; not_converting: number };
+
+/**
+ * The steps of the paths in a chain of `order`, counted: each touchpoint's window of the
+ * order + 1 states up to it holds the state it leaves (all but its last, none at a path's
+ * first) and the state it enters (its last `order`); a path's last touchpoint also ends it.
+ */
+async function markovSteps(tx: Queryable, paths: string, params: unknown[], order: MarkovOrder): Promise<{ steps: Step[]; paths: PathTotals }> {
+  const rows = await tx.query<{ from_states: string[] | null; to_states: string[] | null; converted: boolean | null; count: string }>(
+    `WITH ${paths},
+          windows AS (
+            SELECT converted, array_agg(state) OVER (along ROWS BETWEEN ${order} PRECEDING AND CURRENT ROW) AS w,
+                   count(*) OVER (along ROWS BETWEEN CURRENT ROW AND 1 FOLLOWING) = 1 AS last
+              FROM path_states
+            WINDOW along AS (PARTITION BY converted, path_key ORDER BY occurred_at, touchpoint_id COLLATE "C")),
+          steps AS (
+            SELECT converted, last, CASE WHEN cardinality(w) > 1 THEN w[1 : cardinality(w) - 1] END AS from_states,
+                   w[greatest(1, cardinality(w) - ${order} + 1) : cardinality(w)] AS to_states
+              FROM windows)
+     SELECT from_states, to_states, NULL::boolean AS converted, count(*) FROM steps GROUP BY from_states, to_states
+     UNION ALL
+     SELECT to_states, NULL, converted, count(*) FROM steps WHERE last GROUP BY to_states, converted`,
+    params,
   );
-  return rows.map((row) => ({ states: row.states, converting: Number(row.converting), notConverting: Number(row.not_converting) }));
+  const totals = { converting: 0, not_converting: 0 };
+  const steps = rows.map(({ from_states, to_states, converted, count }): Step => {
+    if (converted !== null) totals[converted ? 'converting' : 'not_converting'] += Number(count);
+    return { from: from_states, to: to_states ?? (converted ? 'conversion' : 'null'), count: Number(count) };
+  });
+  return { steps, paths: totals };
+}
+
+/** The sets of states of the paths, counted converting and not. */
+async function coalitions(tx: Queryable, paths: string, params: unknown[]): Promise<{ sets: PathCount[]; paths: PathTotals }> {
+  const rows = await tx.query<{ states: string[]; converting: string; not_converting: string }>(
+    `WITH ${paths},
+          sets AS (SELECT converted, array_agg(DISTINCT state COLLATE "C" ORDER BY state COLLATE "C") AS states FROM path_states GROUP BY path_key, converted)
+     SELECT states, count(*) FILTER (WHERE converted) AS converting, count(*) FILTER (WHERE NOT converted) AS not_converting
+       FROM sets GROUP BY states`,
+    params,
+  );
+  const sets = rows.map((row) => ({ states: row.states, converting: Number(row.converting), notConverting: Number(row.not_converting) }));
+  const total = (of: 'converting' | 'notConverting') => sets.reduce((sum, set) => sum + set[of], 0);
+  return { sets, paths: { converting: total('converting'), not_converting: total('notConverting') } };
 }
