@@ -235,11 +235,13 @@ const orderArbitrary = purchaseArbitrary.chain((purchasedAt) => candidatesArbitr
 
 describe('properties of generated paths', () => {
   test('every model and window credits an order exactly 1, each credit between 0 and 1, over its path in order', () => {
+    // The data-driven models by any weights of the channels: none, some, every one.
+    const learntArbitrary = fc.dictionary(fc.constantFrom(...CHANNELS), fc.oneof(fc.constant(0), fc.integer({ min: 1, max: CREDIT_PARTS })));
     fc.assert(
-      fc.property(orderArbitrary, ({ purchasedAt, candidates }) => {
+      fc.property(orderArbitrary, learntArbitrary, ({ purchasedAt, candidates }, learnt) => {
         for (const model of MODEL_IDS) {
           for (const window of WINDOWS) {
-            const result = attribute(purchasedAt, model, window, candidates);
+            const result = attribute(purchasedAt, model, window, candidates, learnt);
             const from = (candidate: Touchpoint) =>
               candidate.type === 'visit' ? (window === UNLIMITED ? -Infinity : purchasedAt - window * DAY_MS) : model === 'clicks_and_views' ? purchasedAt - DAY_MS : Infinity;
             const eligible = candidates.filter((candidate) => candidate.occurred_at >= from(candidate) && candidate.occurred_at <= purchasedAt);
@@ -254,6 +256,14 @@ describe('properties of generated paths', () => {
             if (model === 'linear') {
               const share = Math.floor(CREDIT_PARTS / result.length);
               for (const { parts } of result) assert.ok(parts === share || parts === share + 1);
+            }
+            // A channel that learnt no weight gets nothing, unless no channel of the path learnt any.
+            if ((model === 'markov' || model === 'shapley') && result.some(({ touchpoint }) => learnt[touchpoint.channel])) {
+              for (const { touchpoint, parts } of result) if (!learnt[touchpoint.channel]) assert.equal(parts, 0, touchpoint.channel);
+            }
+            // With one channel, they are linear.
+            if ((model === 'markov' || model === 'shapley') && new Set(result.map(({ touchpoint }) => touchpoint.channel)).size === 1) {
+              assert.deepEqual(result, attribute(purchasedAt, 'linear', window, candidates));
             }
           }
         }
