@@ -235,6 +235,7 @@ describe('the dashboard and the API reference in a real browser', { skip }, () =
     assert.deepEqual(await revenue(), Object.fromEntries(markov.rows.map((row) => [row.platform, String(row.rev)])));
     assert.equal(await page.locator('#learnt-title').innerText(), 'What Data-driven (Markov chain) learnt');
     assert.match(await page.locator('#model-warning').innerText(), /^No order of that time had a path to learn from/);
+    assert.equal(await page.locator('#learnt-channels').isHidden(), true, 'no channel learnt: no table');
     // A period whose 90 days before hold the orders: the weights, strongest first, as the API shows them.
     await page.getByLabel('Period').selectOption('custom');
     await page.getByLabel('From', { exact: true }).fill(dayBefore(2));
@@ -243,6 +244,7 @@ describe('the dashboard and the API reference in a real browser', { skip }, () =
     const learnt = await service.production.inject({ method: 'GET', url: `/v1/attribution/models/markov?window=30&period_from=${dayBefore(2)}`, headers: client.headers });
     const channels = (learnt.json().learnt.channels as { channel: string; weight: number }[]).sort((a, b) => b.weight - a.weight);
     assert.equal(channels.length, 2);
+    assert.equal(await page.locator('#learnt-channels').isVisible(), true);
     const shown = await page.$$eval('#learnt-channels tbody tr', (rows) => rows.map((row) => [row.querySelector('th')!.textContent, row.querySelector('td.weight')!.textContent]));
     assert.deepEqual(shown, channels.map(({ channel, weight }) => [channel, `${(weight * 100).toFixed(1)}%`]));
     assert.match(await page.locator('#learnt-summary').innerText(), /^From \d+ orders with a path and \d+ visitors who did not buy/);

@@ -418,6 +418,7 @@ async function showLearnt(model, { start_date, timeZone }, lookback) {
   const effect = model === 'markov' ? 'removal_effect' : 'shapley_value';
   $('learnt-effect').textContent = model === 'markov' ? 'Removal effect' : 'Shapley value';
   const percent = (value) => `${(value * 100).toFixed(1)}%`;
+  $('learnt-channels').hidden = channels.length === 0;
   $('learnt-channels').tBodies[0].replaceChildren(
     ...[...channels]
       .sort((a, b) => b.weight - a.weight || (a.channel < b.channel ? -1 : 1))
