@@ -31,7 +31,7 @@ import type { ExportRequest } from '../src/exports/schema.js';
 import { copyIntoDuckDb, duckDbReference, postgresReference, REFERENCE_MODELS, type ReferenceRow } from './reference.js';
 import { DATA_PROFILES, DAY_MS, ORDERS, TODAY, VIEWS, VISITS, loadDataSet, scaledProfile, seconds, thousands, type DataProfileName } from './seed.js';
 import { profileStatement, type StatementPart } from './statement-profile.js';
-import { anotherStore, benchEachStore, exportOutcome, postgresCpuSeconds, processCpu, startServer, type RunningServer, type Store } from './server.js';
+import { benchEachStore, eachOnANewStore, exportOutcome, postgresCpuSeconds, processCpu, startServer, type RunningServer, type Store } from './server.js';
 
 interface Profile {
   name: string;
@@ -230,22 +230,6 @@ async function benchProfile(store: Store, profile: Profile): Promise<Row[]> {
   return rows;
 }
 
-async function benchStore(store: Store): Promise<string[][]> {
-  const rows: Row[] = [];
-  try {
-    for (const profile of PROFILES.filter((each) => !ASKED || ASKED.includes(each.name))) {
-      const database = await anotherStore(store);
-      try {
-        rows.push(...(await benchProfile(database, profile)));
-      } finally {
-        await database.drop();
-      }
-    }
-  } finally {
-    await store.drop();
-  }
-  return rows;
-}
 
 console.log(`engine: ${thousands(ORDERS)} orders, ${thousands(VISITS)} visits, ${thousands(VIEWS)} views a profile; the year ${YEAR.from} to ${dayOf(-1)}`);
-await benchEachStore(['profile', 'part', 'seconds', 'against'], 2, async (store) => (await benchStore(store)).map((row) => [...row]), { embedded: false });
+await benchEachStore(['profile', 'part', 'seconds', 'against'], 2, (store) => eachOnANewStore(store, PROFILES.filter((each) => !ASKED || ASKED.includes(each.name)), benchProfile), { embedded: false });

@@ -23,7 +23,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { DATA_PROFILES, DAY_MS, ORDERS, TODAY, VISITS, loadDataSet, scaledProfile, seconds, thousands, type DataProfileName } from './seed.js';
-import { ADMIN_TOKEN, anotherStore, benchEachStore, exportOutcome, startServer, type RunningServer, type Store } from './server.js';
+import { ADMIN_TOKEN, benchEachStore, eachOnANewStore, exportOutcome, startServer, type RunningServer, type Store } from './server.js';
 
 const PROFILES: DataProfileName[] = ['benchmark', 'anonymous', 'deep', 'loyal'];
 const ASKED = process.env.BENCH_LEARNING_PROFILES?.split(',');
@@ -136,22 +136,6 @@ async function benchProfile(store: Store, name: DataProfileName): Promise<Row[]>
   return rows;
 }
 
-async function benchStore(store: Store): Promise<string[][]> {
-  const rows: Row[] = [];
-  try {
-    for (const name of PROFILES.filter((each) => !ASKED || ASKED.includes(each))) {
-      const database = await anotherStore(store);
-      try {
-        rows.push(...(await benchProfile(database, name)));
-      } finally {
-        await database.drop();
-      }
-    }
-  } finally {
-    await store.drop();
-  }
-  return rows;
-}
 
 console.log(`learning: ${thousands(ORDERS)} orders, ${thousands(VISITS)} visits a profile`);
-await benchEachStore(['profile', 'part', 'seconds', 'against'], 2, async (store) => (await benchStore(store)).map((row) => [...row]), { embedded: false });
+await benchEachStore(['profile', 'part', 'seconds', 'against'], 2, (store) => eachOnANewStore(store, PROFILES.filter((each) => !ASKED || ASKED.includes(each)), benchProfile), { embedded: false });

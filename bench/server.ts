@@ -43,6 +43,27 @@ async function serverStore(name: 'postgres' | 'citus'): Promise<Store> {
 /** A new, empty store of the same kind as `store`. */
 export const anotherStore = (store: Store): Promise<Store> => (store.name === 'pglite' ? Promise.resolve(pgliteStore()) : serverStore(store.name));
 
+/**
+ * The rows of `bench` on a new store of the kind of `store` for each of `profiles`, each dropped
+ * after it; `store` itself is dropped last (benchEachStore made it, and the profiles do not use it).
+ */
+export async function eachOnANewStore<P, R>(store: Store, profiles: readonly P[], bench: (database: Store, profile: P) => Promise<R[]>): Promise<R[]> {
+  const rows: R[] = [];
+  try {
+    for (const profile of profiles) {
+      const database = await anotherStore(store);
+      try {
+        rows.push(...(await bench(database, profile)));
+      } finally {
+        await database.drop();
+      }
+    }
+  } finally {
+    await store.drop();
+  }
+  return rows;
+}
+
 const RUNS = Number(process.env.BENCH_RUNS ?? 1);
 
 /**
