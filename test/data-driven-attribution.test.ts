@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, describe, test } from 'node:test';
 import { learntModel, type LearningSettings } from '../src/attribution/learning/training.js';
-import { ADMIN_TOKEN, assertErrorEnvelope, finishedExport, minimalOrder, parseCsv, postOrders, startExportingService, type TestClient } from './helpers.js';
+import { ADMIN_TOKEN, assertErrorEnvelope, exportedCsv, minimalOrder, postOrders, startExportingService, type TestClient } from './helpers.js';
 
 /*
  * The data-driven models (markov, shapley) over HTTP, on a shop whose paths are worked out by
@@ -210,25 +210,15 @@ describe('the credits they give', async () => {
   });
 
   test('exports credit by the same weights, and warn that they were learnt from few conversions', async () => {
-    const created = await app.inject({
-      method: 'POST',
-      url: '/v1/exports/data-export',
-      headers: client.headers,
-      payload: {
-        period_type: 'FIXED',
-        period_options: { period_starting_at: '2024-03-01', period_ending_at: '2024-03-31' },
-        level: 'platform',
-        time_granularity: 'DAILY',
-        attribution_options: { attribution_models: ['markov', 'shapley', 'linear'], attribution_windows: ['30'], accounting_modes: ['cash', 'accrual'] },
-        metrics: [{ id: 'rev' }, { id: 'txns' }],
-      },
+    const { warn, rows: [header, ...rows] } = await exportedCsv(app, client, {
+      period_type: 'FIXED',
+      period_options: { period_starting_at: '2024-03-01', period_ending_at: '2024-03-31' },
+      level: 'platform',
+      time_granularity: 'DAILY',
+      attribution_options: { attribution_models: ['markov', 'shapley', 'linear'], attribution_windows: ['30'], accounting_modes: ['cash', 'accrual'] },
+      metrics: [{ id: 'rev' }, { id: 'txns' }],
     });
-    assert.equal(created.statusCode, 201, created.body);
-    const result = await finishedExport(app, client, created.json().id);
-    assert.equal(result.status, 'SUCCESS');
-    assert.match((result.warn as Record<string, string>).attribution_models!, /markov learnt from 4 converting paths.*; shapley learnt from 4/);
-    const file = await app.inject({ method: 'GET', url: new URL(result.result[0]!).pathname + new URL(result.result[0]!).search });
-    const [header, ...rows] = parseCsv(file.body);
+    assert.match((warn as Record<string, string>).attribution_models!, /markov learnt from 4 converting paths.*; shapley learnt from 4/);
     const credited = rows
       .map((cells) => Object.fromEntries(header!.map((name, i) => [name, cells[i]!])))
       .filter((row) => Number(row.txns) > 0 && row.accounting_mode === 'cash')

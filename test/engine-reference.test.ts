@@ -3,7 +3,7 @@ import { after, describe, test } from 'node:test';
 import { random } from '../bench/generate.js';
 import { localToday } from '../src/calendar.js';
 import { attribute, CREDIT_PARTS, isDataDriven, MODEL_IDS, UNATTRIBUTED, WINDOWS, type AttributionWindow, type ModelId } from '../src/attribution/models.js';
-import { ADMIN_TOKEN, finishedExport, minimalOrder, parseCsv, startExportingService, type TestClient } from './helpers.js';
+import { ADMIN_TOKEN, exportedCsv, minimalOrder, startExportingService, type TestClient } from './helpers.js';
 
 /*
  * The engine against a reference written the straightforward way: for random data of several
@@ -245,25 +245,15 @@ async function reportRows(client: TestClient, model: ModelId, window: Attributio
 
 /** One export of every combination; its rows by combination. */
 async function exportRowsByCombination(client: TestClient) {
-  const created = await app.inject({
-    method: 'POST',
-    url: '/v1/exports/data-export',
-    headers: client.headers,
-    payload: {
-      period_type: 'FIXED',
-      period_options: { period_starting_at: PERIOD.first, period_ending_at: PERIOD.last },
-      level: 'campaign',
-      time_granularity: 'DAILY',
-      attribution_options: { attribution_models: MODEL_IDS, attribution_windows: WINDOWS.map(String), accounting_modes: ['cash', 'accrual'] },
-      metrics: [{ id: 'rev' }, { id: 'txns' }],
-      options: { include_ids: true },
-    },
+  const { rows: [header, ...rows] } = await exportedCsv(app, client, {
+    period_type: 'FIXED',
+    period_options: { period_starting_at: PERIOD.first, period_ending_at: PERIOD.last },
+    level: 'campaign',
+    time_granularity: 'DAILY',
+    attribution_options: { attribution_models: MODEL_IDS, attribution_windows: WINDOWS.map(String), accounting_modes: ['cash', 'accrual'] },
+    metrics: [{ id: 'rev' }, { id: 'txns' }],
+    options: { include_ids: true },
   });
-  assert.equal(created.statusCode, 201, created.body);
-  const result = await finishedExport(app, client, created.json().id);
-  assert.equal(result.status, 'SUCCESS', JSON.stringify(result.warn));
-  const files = await Promise.all(result.result.map((link) => app.inject({ method: 'GET', url: new URL(link).pathname + new URL(link).search })));
-  const [header, ...rows] = files.flatMap((file, index) => parseCsv(file.body).slice(index === 0 ? 0 : 1));
   const byCombination = new Map<string, Record<string, string>[]>();
   for (const cells of rows) {
     const row = Object.fromEntries(header!.map((name, i) => [name, cells[i]!]));

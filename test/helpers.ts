@@ -361,6 +361,16 @@ export async function finishedExport(app: TestApp, client: Pick<TestClient, 'hea
   assert.fail('the export stayed PENDING');
 }
 
+/** Creates an export and waits for its SUCCESS: its result, and the CSV rows of its files (the header once, first). */
+export async function exportedCsv(app: TestApp, client: Pick<TestClient, 'headers'>, request: object): Promise<{ warn: object; rows: string[][] }> {
+  const created = await app.inject({ method: 'POST', url: '/v1/exports/data-export', headers: client.headers, payload: request });
+  assert.equal(created.statusCode, 201, created.body);
+  const result = await finishedExport(app, client, created.json().id);
+  assert.equal(result.status, 'SUCCESS', JSON.stringify(result.warn));
+  const files = await Promise.all(result.result.map((link) => app.inject({ method: 'GET', url: new URL(link).pathname + new URL(link).search })));
+  return { warn: result.warn, rows: files.flatMap((file, index) => parseCsv(file.body).slice(index === 0 ? 0 : 1)) };
+}
+
 /** An app on a test database of its own whose log lines are kept in `lines`, for tests of what it logs. */
 export async function startLoggedApp(): Promise<{ app: TestApp; db: Database; lines: string[]; close: () => Promise<void> }> {
   const store = await createTestDatabase();
