@@ -3,9 +3,9 @@ import type { Database, Queryable } from '../db/index.js';
 import type { TenantShare } from '../db/tenant-share.js';
 import { learntWeightsCte } from './attributed-rows.js';
 import { CREDIT_PART, creditsSql } from './credits-sql.js';
-import { learntFor, type LearntWeights } from './learning/index.js';
-import { learningSettings, type LearntModel, type TrainingPeriod } from './learning/training.js';
-import { CREDIT_PARTS, isDataDriven, UNLIMITED, windowDaysSql, type AttributionWindow, type DataDrivenModelId, type ModelId } from './models.js';
+import { learntFor, learntWeightsOf } from './learning/index.js';
+import type { LearntModel } from './learning/training.js';
+import { CREDIT_PARTS, isDataDriven, UNLIMITED, type AttributionWindow, type DataDrivenModelId, type ModelId } from './models.js';
 import { pathsSql } from './paths.js';
 
 /** Credited revenue is exact until it is written out, then rounded to this many decimal places, as exports round money. */
@@ -101,20 +101,9 @@ async function learntBefore(tx: Queryable, tenant: Tenant, orderId: string, mode
     [tenant.clientId, tenant.environment, orderId],
   );
   if (!order) return null;
-  const { channel_grouping: grouping } = await learningSettings(tx, tenant.clientId);
-  const { weights, summary } = await learntFor(tx, tenant, model, window, { fromDay: periodFrom ?? order.purchase_day, timeZone: order.time_zone });
-  const learnt: LearntWeights = {
-    grouping,
-    weights: Object.entries(weights).map(([state, weight]) => ({ model, windowDays: windowDaysSql(window), state, weight })),
-    warnings: summary.warning ? [summary.warning] : [],
-  };
-  const about: { training: TrainingPeriod; computed_at: string; channel_grouping: string; warning: string | null } = {
-    training: summary.training,
-    computed_at: summary.computed_at,
-    channel_grouping: summary.channel_grouping,
-    warning: summary.warning,
-  };
-  return { weights: learnt, about };
+  const learnt = await learntFor(tx, tenant, model, window, { fromDay: periodFrom ?? order.purchase_day, timeZone: order.time_zone });
+  const { training, computed_at, channel_grouping, warning } = learnt.summary;
+  return { weights: learntWeightsOf([{ model, window, learnt }]), about: { training, computed_at, channel_grouping, warning } };
 }
 
 /** The UAT test credentials keep no orders: there is none to explain, and no path to learn from. */

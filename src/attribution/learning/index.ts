@@ -33,9 +33,30 @@ export async function learntFor(
   window: AttributionWindow,
   start: PeriodStart,
 ): Promise<Learnt> {
+  const [learnt] = await learntForEach(tx, tenant, [{ model, window }], start);
+  return learnt!.learnt;
+}
+
+/** What each of `asked` learnt before a period starting at `start`: the client's settings and the training period read once. */
+async function learntForEach(tx: Queryable, tenant: Tenant, asked: readonly Asked[], start: PeriodStart): Promise<(Asked & { learnt: Learnt })[]> {
   const settings = await learningSettings(tx, tenant.clientId);
   const training = await trainingPeriodBefore(tx, start, settings.training_days);
-  return learntModel(tx, tenant, { model, window, settings, training });
+  const learnt = [];
+  for (const { model, window } of asked) learnt.push({ model, window, learnt: await learntModel(tx, tenant, { model, window, settings, training }) });
+  return learnt;
+}
+
+type Asked = { model: DataDrivenModelId; window: AttributionWindow };
+
+/** The weights a statement credits by, of what models learnt (under one client's settings). */
+export function learntWeightsOf(learnt: readonly (Asked & { learnt: Learnt })[]): LearntWeights {
+  return {
+    grouping: learnt[0]?.learnt.summary.channel_grouping ?? NOTHING_LEARNT.grouping,
+    weights: learnt.flatMap(({ model, window, learnt: { weights } }) =>
+      Object.entries(weights).map(([state, weight]) => ({ model, windowDays: windowDaysSql(window), state, weight })),
+    ),
+    warnings: learnt.flatMap(({ learnt: { summary } }) => (summary.warning ? [summary.warning] : [])),
+  };
 }
 
 /**
@@ -50,18 +71,9 @@ export async function learnWeights(
   plan: Pick<RowsPlan, 'attribution' | 'period' | 'timeZone'>,
   signal?: AbortSignal,
 ): Promise<LearntWeights | undefined> {
-  if (!usesLearntWeights(plan)) return undefined;
-  const asked = new Map<string, { model: DataDrivenModelId; window: AttributionWindow }>();
+  const asked = new Map<string, Asked>();
   for (const { model, window } of plan.attribution ?? []) if (isDataDriven(model)) asked.set(`${model}/${window}`, { model, window });
+  if (asked.size === 0) return undefined;
   const start: PeriodStart = plan.period.kind === 'days' ? { fromDay: plan.period.from, timeZone: plan.timeZone } : { fromInstant: plan.period.from };
-  return db.transaction(async (tx) => {
-    const { channel_grouping: grouping } = await learningSettings(tx, tenant.clientId);
-    const learnt: LearntWeights = { grouping, weights: [], warnings: [] };
-    for (const { model, window } of asked.values()) {
-      const { weights, summary } = await learntFor(tx, tenant, model, window, start);
-      for (const [state, weight] of Object.entries(weights)) learnt.weights.push({ model, windowDays: windowDaysSql(window), state, weight });
-      if (summary.warning) learnt.warnings.push(summary.warning);
-    }
-    return learnt;
-  }, { signal });
+  return db.transaction(async (tx) => learntWeightsOf(await learntForEach(tx, tenant, [...asked.values()], start)), { signal });
 }
