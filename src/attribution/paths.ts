@@ -226,6 +226,8 @@ function touchpointsWithCustomersSql(tenantOf: TenantOf, conditions: string[]): 
  * that are in no order's path under `window` (their customer has no order at or within the window
  * after them, or they have no customer), with path_customer_id, visitor_id and the touchpoint
  * columns. What the data-driven models learn from beside the orders' paths (learning/training.ts).
+ * Those without a customer apart from the others, so that the others can be an anti-join (hashed
+ * when there are many) rather than a probe of the orders' index for each visit.
  */
 export function notConvertingVisitsSql({ clientId, environment, visitedFrom, visitedBefore, window }: {
   clientId: string;
@@ -241,9 +243,11 @@ export function notConvertingVisitsSql({ clientId, environment, visitedFrom, vis
       ${touchpointsWithCustomersSql(tenantOf, [`t.type = 'visit'`, `t.occurred_at >= ${visitedFrom}`, `t.occurred_at < ${visitedBefore}`])}
     ),
     not_converting AS (
+      SELECT * FROM training_visits v WHERE v.path_customer_id IS NULL
+      UNION ALL
       SELECT * FROM training_visits v
-       WHERE v.path_customer_id IS NULL
-          OR NOT EXISTS (SELECT FROM orders o
+       WHERE NOT EXISTS (SELECT FROM orders o
                           WHERE ${tenantOf('o')} AND o.customer_id = v.path_customer_id AND ${['o.time_of_purchase >= v.occurred_at', ...withinWindow].join(' AND ')})
+         AND v.path_customer_id IS NOT NULL
     )`;
 }
