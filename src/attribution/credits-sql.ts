@@ -93,8 +93,8 @@ export interface LearntWeightsSql {
 
 /**
  * `touchpoints` with each visit's state, its learnt weight under each of `models` (0 for a state
- * not learnt), and its place among the path's visits of its state (`state_position`, of
- * `state_length`).
+ * not learnt), the number of the path's visits of its state (`state_length`) and the id of one of
+ * them (`state_first`, the least).
  */
 function statesCounted(touchpoints: string, models: readonly ModelId[], { relation, grouping }: LearntWeightsSql): string {
   // Joined by hashing: a weights relation has a row per state learnt, the candidates millions.
@@ -103,10 +103,11 @@ function statesCounted(touchpoints: string, models: readonly ModelId[], { relati
     (model) => `LEFT JOIN ${relation} w_${model}
                   ON w_${model}.model = '${model}' AND coalesce(w_${model}.window_days, -1) = coalesce(path.window_days, -1) AND w_${model}.state = path.state`,
   );
-  const stateWindow = `PARTITION BY path_id, state ORDER BY occurred_at, touchpoint_id COLLATE "C"`;
+  // Unordered, so that the path's order is sorted within each path alone (incrementally) after it.
+  const stateWindow = `PARTITION BY path_id, state`;
   return `(
-        SELECT *, count(*) FILTER (WHERE in_visits) OVER (${stateWindow} ROWS UNBOUNDED PRECEDING) AS state_position,
-                  count(*) FILTER (WHERE in_visits) OVER (${stateWindow} ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING) AS state_length
+        SELECT *, min(touchpoint_id COLLATE "C") FILTER (WHERE in_visits) OVER (${stateWindow}) AS state_first,
+                  count(*) FILTER (WHERE in_visits) OVER (${stateWindow}) AS state_length
           FROM (SELECT path.*, ${weights.join(', ')}
                   FROM (SELECT *, ${stateSql(grouping)} AS state FROM ${touchpoints}) AS path
                   ${joins.join('\n                  ')}) AS path
@@ -162,8 +163,8 @@ export function creditsSql(candidates: string, models: readonly ModelId[], learn
     kindColumns.push(running('visits_non_direct_so_far', nonDirect), whole('visits_non_direct', nonDirect));
   }
   if (decay) kindColumns.push(`(sum(decay_weight) OVER whole)::bigint AS decay_total`);
-  // A learnt weight counts once per state of the path: at the state's first touchpoint.
-  for (const model of learntModels) kindColumns.push(`(sum(${model}_weight) FILTER (WHERE in_visits AND state_position = 1) OVER whole)::bigint AS ${model}_total`);
+  // A learnt weight counts once per state of the path: at one of the state's touchpoints.
+  for (const model of learntModels) kindColumns.push(`(sum(${model}_weight) FILTER (WHERE in_visits AND touchpoint_id = state_first) OVER whole)::bigint AS ${model}_total`);
   let touchpoints = `(
         SELECT *, ${kinds.map((kind) => `${membership[kind]} AS in_${kind}`).join(', ')},
                   channel NOT IN (${quoted(NON_CLICK_CHANNELS)}) AS path_click
