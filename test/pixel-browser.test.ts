@@ -18,11 +18,11 @@ interface CollectBody {
   events: Record<string, string>[];
 }
 
-/** The install snippet of README "The pixel", pointed at `serviceUrl` for `clientId`. */
+/** The install snippet of docs/api.md, "The pixel", pointed at `serviceUrl` for `clientId`. */
 function installSnippet(serviceUrl: string, clientId: string): string {
-  const readme = fs.readFileSync(new URL('../README.md', import.meta.url), 'utf8');
-  const snippet = [...readme.matchAll(/```html\n([\s\S]*?)```/g)].map((match) => match[1]!).find((block) => block.includes('data-client-id="CLIENT_ID"'));
-  assert.ok(snippet, 'README shows the install snippet');
+  const page = fs.readFileSync(new URL('../docs/api.md', import.meta.url), 'utf8');
+  const snippet = [...page.matchAll(/```html\n([\s\S]*?)```/g)].map((match) => match[1]!).find((block) => block.includes('data-client-id="CLIENT_ID"'));
+  assert.ok(snippet, 'docs/api.md shows the install snippet');
   return snippet.replace('https://tributary.example', serviceUrl).replace('CLIENT_ID', clientId);
 }
 
