@@ -39,7 +39,7 @@ const wholeNumber = (min: number, max: number) => (value: string) => {
 
 const program = new Command('tributary')
   .version(version)
-  .description('Tributary: commerce data ingestion and export. Configured by environment variables (see README).');
+  .description('Tributary: commerce data ingestion and export. Configured by environment variables (see docs/configuration.md).');
 
 program
   .command('serve')
@@ -71,7 +71,7 @@ program
 function embeddedStoreDir(command: string): string {
   const config = loadConfig();
   if (config.databaseUrl) {
-    fail(`tributary ${command} is for the embedded store; with PostgreSQL (DATABASE_URL) use pg_dump and pg_restore (README, "Backup and restore")`);
+    fail(`tributary ${command} is for the embedded store; with PostgreSQL (DATABASE_URL) use pg_dump and pg_restore (docs/operations.md, "Backup and restore")`);
   }
   return path.join(config.dataDir, 'pglite');
 }
@@ -138,7 +138,7 @@ keys
 
 program
   .command('import')
-  .description(`send a file's records to a running API: ${KINDS.join(', ')} (see README: importing files)`)
+  .description(`send a file's records to a running API: ${KINDS.join(', ')} (see docs/importing.md)`)
   .argument('<kind>', KINDS.join(' | '), (value) => {
     if (!(KINDS as readonly string[]).includes(value)) throw new InvalidArgumentError(`must be one of ${KINDS.join(', ')}`);
     return value as Kind;

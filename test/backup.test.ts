@@ -30,7 +30,7 @@ import {
 /*
  * Backup and restore: a restored store answers the same reads and exports as the one backed up.
  * The embedded store through `tributary backup` / `restore`; PostgreSQL through pg_dump and
- * pg_restore, run as the README says.
+ * pg_restore, run as docs/operations.md says.
  */
 
 const dirs: string[] = [];
@@ -161,7 +161,7 @@ const run = promisify(execFile);
 const hasPgTools = await run('pg_dump', ['--version']).then(() => true, () => false);
 
 test(
-  'PostgreSQL: a store dumped with pg_dump and restored with pg_restore, as the README says, answers the same reads and exports',
+  'PostgreSQL: a store dumped with pg_dump and restored with pg_restore, as docs/operations.md says, answers the same reads and exports',
   {
     skip: citusUrl
       ? 'not on Citus: a coordinator is backed up with its nodes, as Citus documents'
@@ -177,7 +177,7 @@ test(
       const client = await populate(source.db);
       const before = await reads(source.db, client);
       const file = path.join(newDir(), 'tributary.dump');
-      // The README's commands (docs/reliability.md, "Backup and restore").
+      // The commands of docs/operations.md and docs/reliability.md, "Backup and restore".
       await run('pg_dump', ['--format=custom', '--no-owner', `--file=${file}`, source.url!]);
       await run('pg_restore', ['--no-owner', '--exit-on-error', `--dbname=${target.url!}`, file]);
       assert.deepEqual(await reads(target.db, client), before);

@@ -25,7 +25,7 @@ interface Field {
 
 interface Endpoint {
   url: string;
-  /** Status of an invalid body: 400 on orders, 422 on spend and exports (README, Errors). */
+  /** Status of an invalid body: 400 on orders, 422 on spend and exports (docs/api.md, Errors). */
   invalid: 400 | 422;
   /** A valid body, new ids each time. */
   valid(): unknown;

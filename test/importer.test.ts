@@ -68,7 +68,7 @@ const pick = <T extends object>(object: T, ...keys: (keyof T)[]) => Object.fromE
 const allOrders = async (start: string, end: string) => (await trb.orders.list({ start_date: start, end_date: end })).data;
 
 describe('orders', () => {
-  test("Shopify's orders export: one order of each group of rows, mapped as the README says; a refused one in the reject file", async () => {
+  test("Shopify's orders export: one order of each group of rows, mapped as docs/importing.md says; a refused one in the reject file", async () => {
     const file = fixture('shopify-orders.csv');
     const summary = await importFile('orders', file, options);
     assert.deepEqual(

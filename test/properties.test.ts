@@ -515,7 +515,7 @@ function spendRules(body: { data: Json[] }): Mutation[] {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Exports (README "Data exports")
+// Exports (docs/api.md, "Data exports")
 
 const exportSchema = schemaOf(ExportRequest);
 /** The values a string property of an export request (or of its `options`) may take. */

@@ -1,6 +1,6 @@
 /**
  * The daily campaign reports Meta Ads Manager and Google Ads export as CSV, as daily spend
- * records, read by their (English) column headers. Every mapping is in the README's table.
+ * records, read by their (English) column headers. Every mapping is in docs/importing.md's table.
  */
 import type { DailySpend } from '../client/index.js';
 

@@ -1,7 +1,7 @@
 /**
  * Shopify's orders export (Admin → Orders → Export, CSV for Excel or plain CSV) as orders. The
  * export has one row per line item; the order's own fields are on its first row only. Every
- * mapping is in the README's table.
+ * mapping is in docs/importing.md's table.
  */
 import { createHash } from 'node:crypto';
 import type { Order } from '../client/index.js';

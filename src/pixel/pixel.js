@@ -1,4 +1,4 @@
-/*! Tributary pixel: one touchpoint per visit. Served as is by GET /pixel.js (README "The pixel"). */
+/*! Tributary pixel: one touchpoint per visit. Served as is by GET /pixel.js (docs/api.md, "The pixel"). */
 (function (window, test) {
   'use strict';
 

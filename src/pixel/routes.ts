@@ -53,7 +53,7 @@ function matches(request: FastifyRequest, etag: string): boolean {
   return header.trim() === '*' || header.split(',').some((tag) => tag.trim().replace(/^W\//, '') === etag);
 }
 
-/** `GET /pixel.js`: the browser script of README "The pixel", on both ports, no credentials. */
+/** `GET /pixel.js`: the browser script of docs/api.md, "The pixel", on both ports, no credentials. */
 export const pixelRoutes: FastifyPluginAsync = async (app) => {
   const script = loadPixelScript();
   app.get('/pixel.js', { schema: { hide: true } }, async (request, reply) => {
