@@ -1,5 +1,6 @@
 #!/usr/bin/env node
 import { Command, InvalidArgumentError } from 'commander';
+import { KEY_SCOPES, type KeyScope } from './clients/api-keys.js';
 import type { ClientRepository } from './clients/repository.js';
 import type { Database } from './db/index.js';
 import type { MigrationResult } from './db/migrate.js';
@@ -118,9 +119,11 @@ keys
   .command('create')
   .description('issue another API key for a client (shown only now)')
   .requiredOption('--client <client_id>', 'client id')
-  .action(async ({ client }: { client: string }) => {
+  .option('--scope <scope>', `${KEY_SCOPES.join(' or ')}; read: reports, exports and the dashboard, nothing that writes`, 'write')
+  .action(async ({ client, scope }: { client: string; scope: KeyScope }) => {
     requireUuid('--client', client);
-    const key = await withClients((repo) => repo.createKey(client));
+    if (!KEY_SCOPES.includes(scope)) fail(`--scope must be one of ${KEY_SCOPES.join(', ')}`);
+    const key = await withClients((repo) => repo.createKey(client, scope));
     if (!key) fail(`no client ${client}`);
     print({ client_id: client, ...key });
   });

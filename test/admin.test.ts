@@ -53,7 +53,8 @@ describe('admin API', () => {
     const response = await createClient({ name: 'Acme Ltd' });
     assert.equal(response.statusCode, 201, response.body);
     const client = response.json() as Record<string, string>;
-    assert.deepEqual(Object.keys(client).sort(), ['api_key', 'client_id', 'key_id', 'name']);
+    assert.deepEqual(Object.keys(client).sort(), ['api_key', 'client_id', 'key_id', 'name', 'scope']);
+    assert.equal(client.scope, 'write', 'the first key writes');
     assert.match(client.client_id!, UUID);
     assert.match(client.key_id!, UUID);
     assert.equal(client.name, 'Acme Ltd');
@@ -76,7 +77,7 @@ describe('admin API', () => {
     });
     assert.equal(response.statusCode, 201, response.body);
     const key = response.json() as Record<string, string>;
-    assert.deepEqual(Object.keys(key).sort(), ['api_key', 'key_id']);
+    assert.deepEqual(Object.keys(key).sort(), ['api_key', 'key_id', 'scope']);
     assert.match(key.key_id!, UUID);
     const list = await listOrders(service.production, { headers: { ...client.headers, authorization: key.api_key! } }, RANGE);
     assert.equal(list.statusCode, 200, list.body);

@@ -61,6 +61,9 @@ describe('CLI on the configured store', () => {
     assert.equal(key.client_id, client.client_id);
     assert.match(key.key_id!, UUID);
     assert.notEqual(key.api_key, client.api_key);
+    assert.equal(key.scope, 'write');
+    const reader = await cliJson<Record<string, string>>(env, ['keys', 'create', '--client', client.client_id!, '--scope', 'read']);
+    assert.equal(reader.scope, 'read');
 
     const revoked = await cliJson(env, ['keys', 'revoke', '--client', client.client_id!, '--key', client.key_id!]);
     assert.equal(revoked.revoked, true);
@@ -78,6 +81,7 @@ describe('CLI on the configured store', () => {
     assert.match(await cliError(env, ['keys', 'revoke', '--client', unknown, '--key', unknown]), new RegExp(unknown));
     assert.match(await cliError(env, ['keys', 'create', '--client', unknown]), new RegExp(unknown));
     assert.match(await cliError(env, ['keys', 'create', '--client', 'not-a-uuid']), /--client must be a UUID/);
+    assert.match(await cliError(env, ['keys', 'create', '--client', clientId, '--scope', 'admin']), /read, write/);
     assert.match(await cliError(env, ['keys', 'revoke', '--client', clientId, '--key', 'nope']), /--key must be a UUID/);
   });
 

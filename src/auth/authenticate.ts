@@ -1,5 +1,5 @@
 import type { FastifyRequest } from 'fastify';
-import { hashSecret, matchesAny } from '../clients/api-keys.js';
+import { hashSecret, matching } from '../clients/api-keys.js';
 import type { ClientRepository } from '../clients/repository.js';
 import { ApiError, invalidCredentials } from '../http/errors.js';
 import { isUuid } from '../uuid.js';
@@ -9,7 +9,14 @@ declare module 'fastify' {
   interface FastifyRequest {
     tenant: Tenant;
   }
+  interface FastifyContextConfig {
+    /** A route that writes nothing of the client's data though its method is not GET (creating an export): keys of scope `read` may use it. */
+    readsOnly?: true;
+  }
 }
+
+/** Methods that change nothing: keys of scope `read` may use every route of them. */
+const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 
 /** The hosted API's own examples put a scheme before the key; accept one and ignore it. */
 const SCHEME = /^(?:basic|bearer)\s+/i;
@@ -37,7 +44,9 @@ function credentials(request: FastifyRequest): { apiKey: string; clientId: strin
 
 /**
  * Resolves `request.tenant` from the `Authorization` and `Data-Client-ID` headers. A wrong key,
- * an unknown client id and a revoked key all get the same answer (invalidCredentials).
+ * an unknown client id and a revoked key all get the same answer (invalidCredentials). A key of
+ * scope `read` is refused (403) every route that is not GET, unless it writes nothing of the
+ * client's data (`config.readsOnly`): refused by default, a new route that writes is never open to it.
  */
 export function authenticate(clients: ClientRepository, environment: Environment) {
   return async (request: FastifyRequest): Promise<void> => {
@@ -47,11 +56,17 @@ export function authenticate(clients: ClientRepository, environment: Environment
       request.tenant = { clientId, environment, dryRun: true };
       return;
     }
-    const hashes = isUuid(clientId) ? await clients.activeKeyHashes(clientId.toLowerCase()) : [];
+    const keys = isUuid(clientId) ? await clients.activeKeys(clientId.toLowerCase()) : [];
     const keyHash = hashSecret(apiKey);
-    if (!matchesAny(keyHash, hashes)) {
+    const key = matching(keyHash, keys);
+    if (!key) {
       throw invalidCredentials();
     }
     request.tenant = { clientId: clientId.toLowerCase(), environment, dryRun: false, apiKeyHash: keyHash.toString('base64url') };
+    if (key.scope === 'read' && !SAFE_METHODS.has(request.method) && !request.routeOptions.config.readsOnly) {
+      throw new ApiError(403, 'This API key can only read: sending or changing data needs a key of scope write', [
+        { loc: 'header/authorization', msg: 'API key of scope read', type: 'read_only_key' },
+      ]);
+    }
   };
 }

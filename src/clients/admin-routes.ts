@@ -4,7 +4,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { ApiError, invalidRequest } from '../http/errors.js';
 import { ErrorEnvelope } from '../http/schemas.js';
 import type { RateLimits } from '../rate-limit/limits.js';
-import { hashSecret, matchesAny } from './api-keys.js';
+import { hashSecret, KEY_SCOPES, matchesAny } from './api-keys.js';
 import type { ClientDeletion } from './deletion.js';
 import type { ClientRepository } from './repository.js';
 import { ClientName } from './schema.js';
@@ -72,9 +72,16 @@ const ClientView = Type.Object({
   training_days: TrainingDays,
   markov_order: MarkovOrder,
 });
+const KeyScope = Type.Unsafe<(typeof KEY_SCOPES)[number]>({
+  type: 'string',
+  enum: KEY_SCOPES,
+  description: 'What the key may do: write (send and read data) or read (reports, exports, explanations and the dashboard; refused 403 everything that writes).',
+  'x-messages': { enum: `Must be one of ${KEY_SCOPES.join(', ')}` },
+});
 const IssuedKey = {
   api_key: Type.String({ description: 'Shown this once; only its hash is kept.' }),
   key_id: Type.String({ format: 'uuid' }),
+  scope: KeyScope,
 };
 const errors = { 400: ErrorEnvelope, 401: ErrorEnvelope, 404: ErrorEnvelope };
 
@@ -116,8 +123,8 @@ export const adminRoutes: FastifyPluginAsyncTypebox<AdminOptions> = async (app, 
       },
     },
     async (request, reply) => {
-      const { client_id, name, api_key, key_id } = await clients.create(request.body.name);
-      return reply.code(201).send({ client_id, name, api_key, key_id });
+      const { client_id, name, api_key, key_id, scope } = await clients.create(request.body.name);
+      return reply.code(201).send({ client_id, name, api_key, key_id, scope });
     },
   );
 
@@ -207,13 +214,21 @@ export const adminRoutes: FastifyPluginAsyncTypebox<AdminOptions> = async (app, 
     {
       schema: {
         summary: 'Issue another API key for a client',
-        description: 'A new key beside the existing ones, so that a client can rotate keys without downtime; shown this once.',
+        description:
+          'A new key beside the existing ones, so that a client can rotate keys without downtime, or give a marketer or a dashboard a key that only reads ' +
+          '(scope read); shown this once. Without a body, a key that writes.',
         params: ClientParams,
+        body: Type.Object({ scope: Type.Optional(KeyScope) }, { additionalProperties: false, examples: [{ scope: 'read' }] }),
         response: { 201: Type.Object(IssuedKey), ...errors },
+      },
+      // Sent without a body, as before keys had scopes: one that writes.
+      config: { optionalBody: true },
+      preValidation: async (request) => {
+        request.body ??= {};
       },
     },
     async (request, reply) => {
-      const key = await clients.createKey(request.params.client_id);
+      const key = await clients.createKey(request.params.client_id, request.body.scope ?? 'write');
       if (!key) throw clientNotFound();
       return reply.code(201).send(key);
     },

@@ -17,9 +17,21 @@ export function hashSecret(secret: string): Buffer {
 
 /** Compares a secret's hash against every hash, in time that does not depend on where they differ. */
 export function matchesAny(candidate: Buffer, hashes: readonly Uint8Array[]): boolean {
-  let matched = false;
-  for (const hash of hashes) {
-    if (hash.length === candidate.length && timingSafeEqual(hash, candidate)) matched = true;
+  return matching(candidate, hashes.map((hash) => ({ hash }))) !== undefined;
+}
+
+/** The one of `keys` whose hash is the secret's, compared with every one in time that does not depend on where they differ. */
+export function matching<K extends { hash: Uint8Array }>(candidate: Buffer, keys: readonly K[]): K | undefined {
+  let matched: K | undefined;
+  for (const key of keys) {
+    if (key.hash.length === candidate.length && timingSafeEqual(key.hash, candidate)) matched = key;
   }
   return matched;
 }
+
+/**
+ * What a key may do: `write`, send and read data; `read`, read it (reports, exports,
+ * explanations, the dashboard) and nothing that writes. Set when the key is made.
+ */
+export const KEY_SCOPES = ['read', 'write'] as const;
+export type KeyScope = (typeof KEY_SCOPES)[number];

@@ -1,7 +1,7 @@
 import type { LearningSettings } from '../attribution/index.js';
 import { randomUUID } from 'node:crypto';
 import type { Database, Queryable } from '../db/index.js';
-import { generateApiKey, hashSecret } from './api-keys.js';
+import { generateApiKey, hashSecret, type KeyScope } from './api-keys.js';
 
 export interface Client {
   client_id: string;
@@ -23,6 +23,7 @@ export interface ClientDetails extends Client, LearningSettings {
 export interface IssuedKey {
   api_key: string;
   key_id: string;
+  scope: KeyScope;
 }
 
 const CLIENT = 'client_id, name, time_zone, utc_iso(created_at) AS created_at';
@@ -44,25 +45,26 @@ const jsonOrNull = (value: object | undefined) => (value === undefined ? null : 
 export type ClientRepository = ReturnType<typeof createClientRepository>;
 
 export function createClientRepository(db: Database) {
-  async function issueKey(sql: Queryable, clientId: string): Promise<IssuedKey> {
-    const key: IssuedKey = { api_key: generateApiKey(), key_id: randomUUID() };
-    await sql.query('INSERT INTO api_keys (client_id, key_id, key_hash) VALUES ($1, $2, $3)', [
+  async function issueKey(sql: Queryable, clientId: string, scope: KeyScope): Promise<IssuedKey> {
+    const key: IssuedKey = { api_key: generateApiKey(), key_id: randomUUID(), scope };
+    await sql.query('INSERT INTO api_keys (client_id, key_id, key_hash, scope) VALUES ($1, $2, $3, $4)', [
       clientId,
       key.key_id,
       hashSecret(key.api_key),
+      scope,
     ]);
     return key;
   }
 
   return {
-    /** Creates a client together with its first API key. */
+    /** Creates a client together with its first API key, which writes. */
     create(name: string): Promise<Client & IssuedKey> {
       return db.transaction(async (tx) => {
         const [client] = await tx.query<Client>(
           `INSERT INTO clients (client_id, name) VALUES ($1, $2) RETURNING ${CLIENT}`,
           [randomUUID(), name],
         );
-        return { ...client!, ...(await issueKey(tx, client!.client_id)) };
+        return { ...client!, ...(await issueKey(tx, client!.client_id, 'write')) };
       });
     },
 
@@ -128,10 +130,10 @@ export function createClientRepository(db: Database) {
     },
 
     /** A new key for an existing client; undefined when there is no such client. */
-    createKey(clientId: string): Promise<IssuedKey | undefined> {
+    createKey(clientId: string, scope: KeyScope): Promise<IssuedKey | undefined> {
       return db.transaction(async (tx) => {
         const found = await tx.query('SELECT 1 FROM clients WHERE client_id = $1 FOR SHARE', [clientId]);
-        return found.length === 0 ? undefined : issueKey(tx, clientId);
+        return found.length === 0 ? undefined : issueKey(tx, clientId, scope);
       });
     },
 
@@ -150,12 +152,9 @@ export function createClientRepository(db: Database) {
       return rows.length > 0;
     },
 
-    async activeKeyHashes(clientId: string): Promise<Uint8Array[]> {
-      const rows = await db.query<{ key_hash: Uint8Array }>(
-        'SELECT key_hash FROM api_keys WHERE client_id = $1 AND revoked_at IS NULL',
-        [clientId],
-      );
-      return rows.map((row) => row.key_hash);
+    /** The hashes of the client's keys not revoked, each with its scope. */
+    activeKeys(clientId: string): Promise<{ hash: Uint8Array; scope: KeyScope }[]> {
+      return db.query<{ hash: Uint8Array; scope: KeyScope }>('SELECT key_hash AS hash, scope FROM api_keys WHERE client_id = $1 AND revoked_at IS NULL', [clientId]);
     },
   };
 }

@@ -12,7 +12,8 @@ import { planExport } from './plan.js';
 import { BUCKET_FIELDS, ExportRequest } from './schema.js';
 import { exportDir } from './produce.js';
 
-const creates = { validationStatus: 422 as const, rateLimit: 'exportCreates' as const };
+/** Making an export reads the client's data and writes none of it: keys of scope read may. */
+const creates = { validationStatus: 422 as const, rateLimit: 'exportCreates' as const, readsOnly: true as const };
 const reads = { validationStatus: 422 as const, rateLimit: 'exportReads' as const };
 const errors = { 401: ErrorEnvelope, 422: ErrorEnvelope };
 const ExportId = Type.String({ format: 'uuid', examples: ['3b1f6f7e-2c4d-4e8a-9b0c-7d6e5f4a3b2c'] });

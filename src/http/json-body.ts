@@ -60,8 +60,8 @@ export function parseJsonBody(request: FastifyRequest, bytes: string | Buffer, d
   }
   const body = text.startsWith(BYTE_ORDER_MARK) ? text.slice(1) : text;
   if (body.length === 0) {
-    // Clients that always send a Content-Type may send no body to a route that takes none.
-    if (!request.routeOptions.schema?.body) return done(null, undefined);
+    // Clients that always send a Content-Type may send no body to a route that takes none, or whose body is optional.
+    if (!request.routeOptions.schema?.body || request.routeOptions.config.optionalBody) return done(null, undefined);
     return fail(invalid, 'Request body is empty; send a JSON document');
   }
   let value: unknown;
@@ -84,6 +84,13 @@ export function parseJsonBody(request: FastifyRequest, bytes: string | Buffer, d
   }
   request.rawBody = body;
   done(null, value);
+}
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** The route's body may be left out, even with a Content-Type: its handler gets the body its preValidation gives. */
+    optionalBody?: true;
+  }
 }
 
 /** JSON is the only body the API takes; any other content type is answered 415. */
