@@ -93,9 +93,19 @@ test("a client in Pacific/Kiritimati (UTC+14) gets its own zone and its days, no
   assert.equal(orders(dayBefore(yesterday)), 0, 'not on the UTC day of the write');
 });
 
-test('the document describes time_zone, with an example', async () => {
+test('the document describes time_zone and environment, with examples', async () => {
   const document = (await app.inject({ method: 'GET', url: '/openapi.json' })).json();
   const schema = document.paths['/v1/health/feeds'].get.responses['200'].content['application/json'].schema;
   assert.match(schema.properties.time_zone.description, /time zone/);
   assert.deepEqual(schema.properties.time_zone.examples, ['America/New_York']);
+  assert.deepEqual(schema.properties.environment.enum, ['production', 'uat']);
+  assert.match(schema.properties.environment.description, /UAT port/);
+  assert.ok(schema.required.includes('environment'));
+});
+
+test("the answer names the port's environment, which the dashboard shows: production, or uat for a client's key and for the test credentials", async () => {
+  const client = await service.createClient();
+  assert.equal((await health(client)).json().environment, 'production');
+  assert.equal((await health(client, service.uat)).json().environment, 'uat');
+  assert.equal((await health({ headers: { authorization: 'None', 'data-client-id': 'test' } }, service.uat)).json().environment, 'uat');
 });

@@ -240,6 +240,7 @@ const PROBES: Probe[] = [
     request: { url: '/v1/health/feeds' },
     status: 200,
     body: {
+      environment: 'uat',
       time_zone: 'UTC',
       days: Array.from({ length: 30 }, (_, n) => ({ date: new Date(Date.now() - (29 - n) * 86_400_000).toISOString().slice(0, 10), orders: 0, spend: 0, touchpoints: 0 })),
       last_received_at: { orders: null, spend: null, touchpoints: null },

@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type, type Static } from 'typebox';
-import type { Tenant } from '../auth/tenant.js';
+import type { Environment, Tenant } from '../auth/tenant.js';
 import type { Store } from '../db/store.js';
 import { localToday } from '../calendar.js';
 import { ErrorEnvelope } from '../http/schemas.js';
@@ -15,6 +15,13 @@ const Count = (feed: string) => Type.Integer({ description: `${feed} received th
 const LastAt = Type.Union([Type.String({ format: 'date-time' }), Type.Null()]);
 export const FeedHealthReport = Type.Object(
   {
+    environment: Type.Unsafe<Environment>({
+      type: 'string',
+      enum: ['production', 'uat'],
+      description:
+        "The environment whose data this port serves and these figures are of: production, or uat (the acceptance-testing copy on the UAT port, its data kept apart). The dashboard shows it beside the client's figures.",
+      examples: ['production'],
+    }),
     time_zone: Type.String({
       description: "The client's IANA time zone, whose local days `days` are: the days the reports API's start_date and end_date name.",
       examples: ['America/New_York'],
@@ -30,6 +37,7 @@ export const FeedHealthReport = Type.Object(
   {
     examples: [
       {
+        environment: 'production',
         time_zone: 'Europe/Berlin',
         days: [{ date: '2026-03-01', orders: 212, spend: 96, touchpoints: 5310 }],
         last_received_at: { orders: '2026-03-01T17:02:11.000Z', spend: '2026-03-01T06:00:02.000Z', touchpoints: null },
@@ -52,7 +60,7 @@ export async function feedHealth({ clients, feeds }: Pick<Store, 'clients' | 'fe
     if (counted) counted[feed] += received;
     if (last[feed] === null || last_at > last[feed]) last[feed] = last_at;
   }
-  return { time_zone: timeZone, days, last_received_at: last };
+  return { environment: tenant.environment, time_zone: timeZone, days, last_received_at: last };
 }
 
 /** GET /v1/health/feeds: whether orders, spend and touchpoints are arriving, so that a stopped feed shows at once. */
@@ -63,7 +71,7 @@ export const feedHealthRoutes: FastifyPluginAsyncTypebox = async (app) => {
       config: { rateLimit: 'exportReads' },
       schema: {
         summary: 'Data health of the feeds',
-        description: `Orders, spend records and touchpoints received per day over the last ${FEED_HEALTH_DAYS} days of the client's time zone, and when each last arrived.`,
+        description: `Orders, spend records and touchpoints received per day over the last ${FEED_HEALTH_DAYS} days of the client's time zone, and when each last arrived; and the environment (production or uat) the port serves.`,
         response: { 200: FeedHealthReport, 401: ErrorEnvelope },
       },
     },
