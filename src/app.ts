@@ -2,8 +2,8 @@ import { randomUUID } from 'node:crypto';
 import cors from '@fastify/cors';
 import swagger from '@fastify/swagger';
 import underPressure from '@fastify/under-pressure';
-import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import Fastify, { LogController, type RawServerDefault } from 'fastify';
+import type { FastifyPluginAsyncTypebox, TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import Fastify, { LogController, type FastifyPluginOptions, type RawServerDefault } from 'fastify';
 import type { Logger } from 'pino';
 import { authenticate } from './auth/authenticate.js';
 import type { Environment } from './auth/tenant.js';
@@ -40,6 +40,32 @@ import { identityRoutes, touchpointRoutes } from './touchpoints/routes.js';
 import { version } from './version.js';
 
 const OVERLOAD_RETRY_AFTER_SECONDS = 2;
+
+/**
+ * The groups of the API reference (/docs), in the order it shows them. Each operation is in one,
+ * given where its plugin is registered (`tagged`).
+ */
+export const API_TAGS = [
+  { name: 'Orders', description: "Orders and their aliases: upsert, patch and read them, and erase a customer's personal data." },
+  { name: 'Spend', description: 'Ad spend, in hourly and daily records: upsert, list and delete them.' },
+  { name: 'Touchpoints', description: 'Visits and ad views, the input of attribution, and the identities that link visitors to customers.' },
+  { name: 'Attribution', description: 'Why an order is credited as it is, and the attribution models with what the data-driven ones learnt.' },
+  { name: 'Exports', description: 'CSV files of spend, revenue and attributed metrics: create and poll them, and the catalogs of what they can hold.' },
+  { name: 'Reports', description: "An export's rows at once as JSON, and whether each feed (orders, spend, touchpoints) is arriving." },
+  { name: 'Collector', description: "Events from browsers and event pipelines: the public endpoint of /pixel.js, and Segment-spec events forwarded with the API's credentials." },
+  { name: 'Admin', description: 'Clients and their API keys, for the operator holding ADMIN_TOKEN, on the production port.' },
+] as const;
+type ApiTag = (typeof API_TAGS)[number]['name'];
+
+/** `plugin`, with every route it adds in the group `tag` of the API reference. */
+function tagged<Options extends FastifyPluginOptions>(tag: ApiTag, plugin: FastifyPluginAsyncTypebox<Options>): FastifyPluginAsyncTypebox<Options> {
+  return async (scope, options) => {
+    scope.addHook('onRoute', (route) => {
+      route.schema = { ...route.schema, tags: [tag] };
+    });
+    await plugin(scope, options);
+  };
+}
 
 export interface AppOptions {
   config: Config;
@@ -126,6 +152,8 @@ export async function buildApp({ config, db, environment, logger, rateLimits }: 
     });
   }
 
+  // The admin API is the production port's, when an admin token is configured.
+  const adminToken = environment === 'production' ? config.adminToken : undefined;
   await app.register(swagger, {
     openapi: {
       openapi: '3.1.0',
@@ -140,6 +168,7 @@ export async function buildApp({ config, db, environment, logger, rateLimits }: 
           client_id: { type: 'apiKey', in: 'header', name: 'Data-Client-ID' },
         },
       },
+      tags: API_TAGS.filter((tag) => adminToken || tag.name !== 'Admin'),
     },
   });
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
@@ -158,18 +187,18 @@ export async function buildApp({ config, db, environment, logger, rateLimits }: 
   }
 
   const clients = createClientRepository(db);
-  if (environment === 'production' && config.adminToken) {
-    await app.register(adminRoutes, {
+  if (adminToken) {
+    await app.register(tagged('Admin', adminRoutes), {
       prefix: '/admin/v1',
       clients,
       deletion: createClientDeletion(db, { exportsDir: config.exportsDir }),
-      adminToken: config.adminToken,
+      adminToken,
       rateLimits: limits,
     });
   }
 
   // Public: the pixel's events, of the environment of the port they arrive on.
-  await app.register(collectRoutes, { prefix: '/v1/collect', environment, clients, db, rateLimits: limits });
+  await app.register(tagged('Collector', collectRoutes), { prefix: '/v1/collect', environment, clients, db, rateLimits: limits });
 
   const storeOf = createStoreChooser(db, {
     linkTtlSeconds: config.exportLinkTtlSeconds,
@@ -187,18 +216,19 @@ export async function buildApp({ config, db, environment, logger, rateLimits }: 
     api.addHook('onRoute', (route) => {
       route.schema = { security: [{ api_key: [], client_id: [] }], ...route.schema };
     });
-    await api.register(orderRoutes, { prefix: '/v2/orders' });
-    await api.register(orderUpsertRoute, { prefix: '/v1/orders', path: LEGACY_UPSERT });
-    await api.register(attributionRoutes, { prefix: '/v2/orders' });
-    await api.register(attributionModelRoutes, { prefix: '/v1/attribution' });
-    for (const collection of [hourly, daily]) await api.register(spendRoutes, { prefix: collection.prefix, collection });
-    await api.register(touchpointRoutes, { prefix: '/v1/touchpoints' });
-    await api.register(identityRoutes, { prefix: '/v1/identities' });
-    await api.register(customerRoutes, { prefix: '/v1/customers' });
-    await api.register(segmentRoutes, { prefix: '/v1/events' });
-    await api.register(exportRoutes, { prefix: '/v1/exports', signer });
-    await api.register(reportRoutes, { prefix: '/v1/reports' });
-    await api.register(feedHealthRoutes, { prefix: '/v1/health' });
+    await api.register(tagged('Orders', orderRoutes), { prefix: '/v2/orders' });
+    await api.register(tagged('Orders', orderUpsertRoute), { prefix: '/v1/orders', path: LEGACY_UPSERT });
+    await api.register(tagged('Attribution', attributionRoutes), { prefix: '/v2/orders' });
+    await api.register(tagged('Attribution', attributionModelRoutes), { prefix: '/v1/attribution' });
+    for (const collection of [hourly, daily]) await api.register(tagged('Spend', spendRoutes), { prefix: collection.prefix, collection });
+    await api.register(tagged('Touchpoints', touchpointRoutes), { prefix: '/v1/touchpoints' });
+    await api.register(tagged('Touchpoints', identityRoutes), { prefix: '/v1/identities' });
+    // Erasure changes orders and touchpoints alike; it is listed with orders, whose customers it names.
+    await api.register(tagged('Orders', customerRoutes), { prefix: '/v1/customers' });
+    await api.register(tagged('Collector', segmentRoutes), { prefix: '/v1/events' });
+    await api.register(tagged('Exports', exportRoutes), { prefix: '/v1/exports', signer });
+    await api.register(tagged('Reports', reportRoutes), { prefix: '/v1/reports' });
+    await api.register(tagged('Reports', feedHealthRoutes), { prefix: '/v1/health' });
   });
 
   return app;
