@@ -157,7 +157,15 @@ export async function openPglite(dataDir: string | undefined, { startingFrom }: 
   };
 }
 
-export class DataDirInUseError extends Error {}
+export class DataDirInUseError extends Error {
+  constructor(
+    message: string,
+    /** The process that holds the store (0: unknown). */
+    readonly holder: number,
+  ) {
+    super(message);
+  }
+}
 
 export function lockDataDir(dataDir: string): () => void {
   fs.mkdirSync(dataDir, { recursive: true });
@@ -182,6 +190,7 @@ export function lockDataDir(dataDir: string): () => void {
       throw new DataDirInUseError(
         `The embedded store in ${dataDir} is open in process ${holder || '(unknown)'}. Stop that process first, ` +
           'or use the admin API of the running server.',
+        holder || 0,
       );
     }
     // Left by a process that died: remove it and race for it once more.
