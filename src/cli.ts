@@ -140,6 +140,31 @@ keys
   });
 
 program
+  .command('demo')
+  .description(
+    'create a new client, "Demo shop …", filled with a sample shop: a year of orders, hourly ad spend on three platforms, ' +
+      'visits and identity links, ending now; print its client_id, api_key, read_api_key and the dashboard\'s URL ' +
+      '(start the server, npm start, to open it). On the embedded store the server must be stopped (see docs/operations.md)',
+  )
+  .option('--days <n>', 'days of trading, ending today (fewer: a smaller, faster shop)', wholeNumber(1, 730), 365)
+  .option('--seed <n>', 'seed of the shop: the same seed and moment make the same shop', wholeNumber(0, 2 ** 32 - 1), 1)
+  .action(async ({ days, seed }: { days: number; seed: number }) => {
+    const config = loadConfig();
+    const { runDemo } = await import('./demo/run.js');
+    const result = await withStore((db) => runDemo(db, config, { days, seed })).catch(async (error: unknown) => {
+      // The embedded store is one process's (src/db/pglite.ts): the demo does not wait for it.
+      const { DataDirInUseError } = await import('./db/pglite.js');
+      if (!(error instanceof DataDirInUseError)) throw error;
+      return fail(
+        `The embedded store in ${config.dataDir} is in use by a running server (process ${error.holder || 'unknown'}): ` +
+          'stop it, run the demo, start it again. With PostgreSQL (DATABASE_URL) the demo runs beside the server',
+      );
+    });
+    // The last line, and the only one on stdout: a program reads it.
+    process.stdout.write(`${JSON.stringify(result)}\n`);
+  });
+
+program
   .command('import')
   .description(`send a file's records to a running API: ${KINDS.join(', ')} (see docs/importing.md)`)
   .argument('<kind>', KINDS.join(' | '), (value) => {
