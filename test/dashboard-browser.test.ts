@@ -64,6 +64,80 @@ async function seed(app: TestApp, client: TestClient) {
   await send(app, client, '/v2/orders', orders);
 }
 
+/** The dashboard's store figures of a period (level=total, no model) and its previous period of the same length. */
+const STORE_METRICS = ['spend', 'revenue', 'transactions', 'new_customers', 'returning_customers', 'mer', 'blended_cac'];
+const PREVIOUS_30 = { start_date: dayBefore(60), end_date: dayBefore(31) };
+
+/**
+ * A shop with two consecutive periods of 30 days, the second busier than the first: spend on
+ * meta and google in both; in the last 30 days, returning customers of the 30 days before, and
+ * orders that came direct, from an e-mail, with no touchpoint at all, or through ad objects
+ * without an ad set (a meta touchpoint naming its campaign only) or without a campaign (a google
+ * click id alone).
+ */
+async function seedTwoPeriods(app: TestApp, client: TestClient) {
+  const spend = (days: number, platform_name: string, campaign_id: string, amount: number) => ({
+    hour_start_iso: at(days, '10:00:00'),
+    platform_name,
+    platform_account_id: `${platform_name}-account`,
+    campaign_id,
+    campaign_name: `${campaign_id} campaign`,
+    adset_id: `${campaign_id}-set`,
+    adset_name: `${campaign_id} ad set`,
+    ad_id: `${campaign_id}-ad`,
+    ad_name: `${campaign_id} ad`,
+    spend: amount,
+    spend_currency: 'USD',
+    impressions: 1000,
+    clicks: 40,
+  });
+  const spendRecords = [];
+  for (let days = 2; days <= 29; days++) {
+    spendRecords.push(spend(days, 'meta', 'spring', 30 + (days % 5) * 4), spend(days, 'meta', 'retarget', 12), spend(days, 'google', 'search', 18 + (days % 4) * 3));
+  }
+  for (let days = 31; days <= 58; days++) spendRecords.push(spend(days, 'meta', 'spring', 22), spend(days, 'meta', 'retarget', 10), spend(days, 'google', 'search', 25));
+  await send(app, client, '/v1/spend_hourly', spendRecords);
+
+  const touchpoints: Record<string, unknown>[] = [];
+  const orders: Record<string, unknown>[] = [];
+  const order = (id: string, customer: string, days: number, total: number) =>
+    minimalOrder(id, { customer_id: customer, time_of_purchase: at(days, '12:00:00'), currency: 'USD', purchase_total: total, products: [{ id: 'p', name: 'P', quantity: 1, price: total }] });
+  const touch = (id: string, days: number, time: string, customer: string, fields: Record<string, string>) =>
+    touchpoints.push({ touchpoint_id: id, occurred_at: at(days, time), visitor_id: `visitor-${customer}`, customer_id: customer, ...fields });
+  const meta = (campaign: string) => ({ platform_name: 'meta', campaign_id: campaign, adset_id: `${campaign}-set`, ad_id: `${campaign}-ad` });
+  const google = { platform_name: 'google', campaign_id: 'search', adset_id: 'search-set', ad_id: 'search-ad' };
+  // The 30 days before: 14 orders, each through meta then google.
+  for (let n = 0; n < 14; n++) {
+    const days = 32 + 2 * n;
+    touch(`p-m${n}`, days, '08:00:00', `r${n}`, meta(n % 2 ? 'spring' : 'retarget'));
+    touch(`p-g${n}`, days, '09:00:00', `r${n}`, google);
+    orders.push(order(`p${n}`, `r${n}`, days, 60 + n * 5));
+  }
+  // The last 30 days: 24 orders, the first 8 by customers of the 30 days before.
+  for (let n = 0; n < 24; n++) {
+    const days = 2 + n;
+    const customer = n < 8 ? `r${n}` : `c${n}`;
+    const kind = n % 6;
+    if (kind === 0) touch(`t${n}`, days, '08:00:00', customer, {});
+    if (kind === 1) touch(`t${n}`, days, '08:00:00', customer, { landing_url: 'https://shop.example/?utm_medium=email' });
+    if (kind === 3) {
+      touch(`t${n}`, days, '08:00:00', customer, { platform_name: 'meta', campaign_id: 'spring' });
+      touch(`t${n}b`, days, '09:00:00', customer, google);
+    }
+    if (kind === 4) {
+      touch(`t${n}`, days, '08:00:00', customer, { landing_url: `https://shop.example/?gclid=click-${n}` });
+      touch(`t${n}b`, days, '09:00:00', customer, meta('retarget'));
+    }
+    if (kind === 5) {
+      touch(`t${n}`, days, '08:00:00', customer, meta('spring'));
+      touch(`t${n}b`, days, '09:00:00', customer, google);
+    }
+    orders.push(order(`o${n}`, customer, days, 80 + n * 7));
+  }
+  await send(app, client, '/v1/touchpoints', touchpoints);
+  await send(app, client, '/v2/orders', orders);
+}
+
 describe('the dashboard and the API reference in a real browser', { skip }, () => {
   let service: Awaited<ReturnType<typeof startExportingService>>;
   let client: TestClient;
@@ -105,8 +179,8 @@ describe('the dashboard and the API reference in a real browser', { skip }, () =
     text: await on.locator('#period-shown').innerText(),
     dates: await on.$$eval('#period-shown time', (times) => times.map((time) => time.getAttribute('datetime'))),
   });
-  const report = async (query: Record<string, string>) => {
-    const response = await service.production.inject({ method: 'GET', url: `/v1/reports/performance?${new URLSearchParams(query)}`, headers: client.headers });
+  const report = async (query: Record<string, string>, as: TestClient = client) => {
+    const response = await service.production.inject({ method: 'GET', url: `/v1/reports/performance?${new URLSearchParams(query)}`, headers: as.headers });
     assert.equal(response.statusCode, 200, response.body);
     return response.json() as { rows: Record<string, number | string | null>[]; totals: Record<string, number | null>; currency: string | null };
   };
@@ -121,6 +195,12 @@ describe('the dashboard and the API reference in a real browser', { skip }, () =
   const asShown = (rows: Record<string, unknown>[], name: string) =>
     rows.map((row) => ({ name: String(row[name]), ...Object.fromEntries(TABLE_METRICS.map((metric) => [metric, row[metric] === null ? '' : String(row[metric])])) }));
   const byName = (rows: { name: string }[]) => [...rows].sort((a, b) => (a.name < b.name ? -1 : 1));
+  /** The environment badge: its text, the environment the API named, and whether it shows. */
+  const environmentShown = async (on = page) => ({
+    text: (await on.locator('#environment').textContent())!,
+    environment: await on.locator('#environment').getAttribute('data-environment'),
+    visible: await on.locator('#environment').isVisible(),
+  });
 
   test('signing in shows the chart, the table as the reports API and exports answer, and the feeds', async (t) => {
     t.diagnostic(`screenshots in ${SCREENSHOTS}`);
@@ -149,7 +229,8 @@ describe('the dashboard and the API reference in a real browser', { skip }, () =
     const options = { ...LAST_30, model: 'linear', window: '30', mode: 'cash', metrics: TABLE_METRICS.join(',') };
     const platforms = await report({ ...options, level: 'platform', granularity: 'PERIOD' });
     assert.deepEqual(byName(await tableRows(0)), byName(asShown(platforms.rows, 'platform')));
-    const totals = await page.$$eval('#performance tfoot td[data-metric]', (cells) => cells.map((cell) => [cell.getAttribute('data-metric'), cell.getAttribute('data-value')]));
+    // The row of every row's total: the report's totals (the paid channels' row is above it).
+    const totals = await page.$$eval('#performance tfoot tr.all td[data-metric]', (cells) => cells.map((cell) => [cell.getAttribute('data-metric'), cell.getAttribute('data-value')]));
     assert.deepEqual(Object.fromEntries(totals), Object.fromEntries(TABLE_METRICS.map((metric) => [metric, String(platforms.totals[metric])])));
 
     // ... and the sums of an export of the same options (rows per day).
@@ -183,6 +264,8 @@ describe('the dashboard and the API reference in a real browser', { skip }, () =
     // Feeds: today's arrivals are counted.
     const today = await page.$$eval('#feeds tbody tr:first-child td', (cells) => cells.map((cell) => Number(cell.textContent)));
     assert.deepEqual(today, [10, 33, 20]);
+    // The port's environment, as the API names it.
+    assert.deepEqual(await environmentShown(), { text: 'Production', environment: 'production', visible: true });
     await shot('2-dashboard');
   });
 
@@ -209,7 +292,7 @@ describe('the dashboard and the API reference in a real browser', { skip }, () =
     assert.deepEqual(header!.slice(0, 4), ['date', 'platform', 'campaign', 'campaign_id']);
     assert.ok(header!.includes('adset_id') && header!.includes('ad_id'), 'at the deepest level open');
     const spend = lines.reduce((sum, line) => sum + Number(line[header!.indexOf('spend')]), 0);
-    assert.ok(Math.abs(spend - Number(await page.getAttribute('#performance tfoot td[data-metric="spend"]', 'data-value'))) < 1e-6);
+    assert.ok(Math.abs(spend - Number(await page.getAttribute('#performance tfoot tr.all td[data-metric="spend"]', 'data-value'))) < 1e-6);
   });
 
   test('changing the model changes the figures', async () => {
@@ -302,7 +385,9 @@ describe('the dashboard and the API reference in a real browser', { skip }, () =
       await tokyo.getByRole('button', { name: 'Sign in' }).click();
       await loaded(tokyo);
       assert.ok(asked.length >= 2, 'the chart and the table');
-      assert.deepEqual(new Set(asked.map((query) => JSON.stringify(query))), new Set([JSON.stringify({ start_date: '2026-10-31', end_date: '2026-11-29' })]));
+      // The period, and the 30 days before it that the headline compares it with: both New York's days.
+      const periods = (...dates: [string, string][]) => new Set(dates.map(([start_date, end_date]) => JSON.stringify({ start_date, end_date })));
+      assert.deepEqual(new Set(asked.map((query) => JSON.stringify(query))), periods(['2026-10-31', '2026-11-29'], ['2026-10-01', '2026-10-30']));
       assert.deepEqual(await periodShown(tokyo), { text: '31 Oct – 29 Nov 2026 (America/New_York)', dates: ['2026-10-31', '2026-11-29'] });
       assert.match(await tokyo.locator('#feeds caption').innerText(), /last 30 days in America\/New_York/);
       await shot('6a-tokyo-browser-new-york-client', tokyo);
@@ -312,7 +397,7 @@ describe('the dashboard and the API reference in a real browser', { skip }, () =
       await tokyo.getByLabel('Period').selectOption('7');
       await loaded(tokyo);
       assert.ok(asked.length >= 2);
-      assert.deepEqual(new Set(asked.map((query) => JSON.stringify(query))), new Set([JSON.stringify({ start_date: '2026-11-23', end_date: '2026-11-29' })]));
+      assert.deepEqual(new Set(asked.map((query) => JSON.stringify(query))), periods(['2026-11-23', '2026-11-29'], ['2026-11-16', '2026-11-22']));
       assert.deepEqual((await periodShown(tokyo)).dates, ['2026-11-23', '2026-11-29']);
     } finally {
       await context.close();
@@ -341,8 +426,298 @@ describe('the dashboard and the API reference in a real browser', { skip }, () =
       assert.equal(await page.locator(`${empty} a`).getAttribute('href'), '/docs');
     }
     assert.equal(await page.locator('#performance').isVisible(), false);
+    // The UAT port says so, from the API's answer, in the bar and in the tab's title.
+    assert.deepEqual(await environmentShown(), { text: 'UAT', environment: 'uat', visible: true });
+    assert.match(await page.title(), /^UAT/);
     await shot('6b-uat-empty');
     await page.getByRole('button', { name: 'Sign out' }).click();
+  });
+
+  describe('a shop with two periods: the headline, the comparison of models, the names of rows', () => {
+    let shop: TestClient;
+    let page2: Page;
+    /** Every request the page sent to the API: what a key of scope read must be allowed. */
+    const sent: { method: string; path: string }[] = [];
+    const kpis = (on = page2) =>
+      on.$$eval('#kpis [data-kpi]', (cards) =>
+        Object.fromEntries(
+          cards.map((card) => [
+            card.getAttribute('data-kpi'),
+            {
+              value: card.querySelector('.value')!.getAttribute('data-value'),
+              change: card.querySelector('.change')!.getAttribute('data-change'),
+              previous: card.querySelector('.change')!.getAttribute('data-previous'),
+              changeText: card.querySelector('.change')!.textContent!.trim(),
+            },
+          ]),
+        ),
+      ) as Promise<Record<string, { value: string; change: string; previous: string; changeText: string }>>;
+    /** The rows of a table at one depth: name shown (without its tag), key, and the cells' values by metric or model. */
+    const rowsShown = (table: string, depth: number, by: 'data-metric' | 'data-model') =>
+      page2.$$eval(
+        `#${table} tbody tr[data-depth="${depth}"]`,
+        (rows, attribute) =>
+          rows.map((row) => ({
+            name: row.querySelector('td.name .label')!.textContent!,
+            tag: row.querySelector('td.name .tag')?.textContent ?? null,
+            key: row.getAttribute('data-key')!,
+            values: Object.fromEntries([...row.querySelectorAll(`td[${attribute}]`)].map((cell) => [cell.getAttribute(attribute), cell.getAttribute('data-value')])),
+          })),
+        by,
+      );
+    const close = (actual: string, expected: number, what: string) => assert.ok(Math.abs(Number(actual) - expected) < 1e-9 && actual !== '', `${what}: ${actual} shown, ${expected} expected`);
+    const paidRevenue = (answer: { rows: Record<string, unknown>[] }) => answer.rows.filter((row) => Number(row.spend) !== 0).reduce((sum, row) => sum + Number(row.rev), 0);
+    const relative = (now: number, then: number) => (now - then) / Math.abs(then);
+
+    before(async () => {
+      shop = await service.createClient('Two periods');
+      await seedTwoPeriods(service.production, shop);
+      page2 = await browser.newPage({ timezoneId: 'UTC', viewport: { width: 1440, height: 900 }, acceptDownloads: true });
+      const publicUrl = service.config.publicUrl;
+      await page2.route(`${publicUrl}/**`, (route) => route.continue({ url: route.request().url().replace(publicUrl, url) }));
+      watchPolicy(page2);
+      page2.on('request', (request) => {
+        const { pathname } = new URL(request.url());
+        if (/^\/v\d\//.test(pathname)) sent.push({ method: request.method(), path: pathname });
+      });
+      await page2.goto(`${url}/`);
+      await page2.getByLabel('Client ID').fill(shop.client_id);
+      await page2.getByLabel('API key').fill(shop.api_key);
+      await page2.getByRole('button', { name: 'Sign in' }).click();
+      await loaded(page2);
+    });
+
+    after(() => page2?.close());
+
+    test('the headline figures are the reports API\'s, each with its change against the 30 days before', async () => {
+      assert.deepEqual(await environmentShown(page2), { text: 'Production', environment: 'production', visible: true });
+      const store = await report({ ...LAST_30, level: 'total', granularity: 'PERIOD', metrics: STORE_METRICS.join(',') }, shop);
+      const storeBefore = await report({ ...PREVIOUS_30, level: 'total', granularity: 'PERIOD', metrics: STORE_METRICS.join(',') }, shop);
+      const attribution = { model: 'linear', window: '30', mode: 'cash' };
+      const platforms = await report({ ...LAST_30, ...attribution, level: 'platform', granularity: 'PERIOD', metrics: TABLE_METRICS.join(',') }, shop);
+      const platformsBefore = await report({ ...PREVIOUS_30, ...attribution, level: 'platform', granularity: 'PERIOD', metrics: 'spend,rev' }, shop);
+      const [now, earlier] = [store.totals as Record<string, number>, storeBefore.totals as Record<string, number>];
+      const shown = await kpis();
+      assert.deepEqual(Object.keys(shown), ['spend', 'paid_rev', 'roas', 'mer', 'transactions', 'new_share', 'blended_cac']);
+
+      // The API's totals, as it answered them.
+      for (const metric of ['spend', 'mer', 'transactions', 'blended_cac']) {
+        assert.equal(shown[metric]!.value, String(now[metric]), metric);
+        assert.equal(shown[metric]!.previous, String(earlier[metric]), `${metric} before`);
+        close(shown[metric]!.change, relative(now[metric]!, earlier[metric]!), `${metric} change`);
+      }
+      // The API has no total of the paid channels: the sum of its rows' rev over the platforms with spend.
+      const [paid, paidBefore] = [paidRevenue(platforms), paidRevenue(platformsBefore)];
+      close(shown.paid_rev!.value, paid, 'attributed revenue');
+      close(shown.paid_rev!.previous, paidBefore, 'attributed revenue before');
+      close(shown.paid_rev!.change, relative(paid, paidBefore), 'attributed revenue change');
+      close(shown.roas!.value, paid / now.spend!, 'ROAS');
+      close(shown.roas!.change, relative(paid / now.spend!, paidBefore / earlier.spend!), 'ROAS change');
+      close(shown.new_share!.value, now.new_customers! / now.transactions!, "new customers' share");
+      close(shown.new_share!.change, now.new_customers! / now.transactions! - earlier.new_customers! / earlier.transactions!, "new customers' share change, in points");
+
+      // Not trivial: both periods have figures, which differ; paid revenue is not the store's.
+      assert.ok(earlier.spend! > 0 && now.spend !== earlier.spend && paid !== paidBefore);
+      assert.equal(now.transactions, 24);
+      assert.equal(earlier.transactions, 14);
+      assert.ok(paid < now.revenue!, 'direct, e-mail and unattributed orders are not paid revenue');
+      assert.match(shown.spend!.changeText, /^[▲▼] [+−]\d+(\.\d)?% vs the previous 30 days$/);
+      assert.match(shown.transactions!.changeText, /^▲ \+71% vs the previous 30 days$/, '24 orders against 14');
+      assert.match(shown.new_share!.changeText, /^▼ −33(\.3)? pts vs the previous 30 days$/, '16 first orders of 24 against 14 of 14');
+      assert.match(await page2.locator('#headline-note').innerText(), /^Compared with .+\. Attributed revenue and ROAS follow the model, window and mode picked \(Linear, 30-day window, cash\)/);
+
+      // The table's footer tells the paid channels from every row, whose total is the API's.
+      const footer = async (row: string) =>
+        Object.fromEntries(await page2.$$eval(`#performance tfoot tr.${row} td[data-metric]`, (cells) => cells.map((cell) => [cell.getAttribute('data-metric'), cell.getAttribute('data-value')])));
+      assert.deepEqual(await footer('all'), Object.fromEntries(TABLE_METRICS.map((metric) => [metric, String(platforms.totals[metric])])));
+      close((await footer('paid')).rev!, paid, 'paid row');
+      assert.match(await page2.locator('#performance tfoot tr.paid th').innerText(), /^Paid channels/);
+      assert.match(await page2.locator('#performance tfoot tr.all th').innerText(), /^All rows/);
+
+      // New and returning customers: the store's, for the period.
+      const customers = Object.fromEntries(
+        await page2.$$eval('#customers-figures [data-metric]', (figures) => figures.map((figure) => [figure.getAttribute('data-metric'), figure.querySelector('.value')!.getAttribute('data-value')])),
+      );
+      assert.deepEqual(customers, { new_customers: String(now.new_customers), returning_customers: String(store.rows[0]!.returning_customers) });
+      assert.deepEqual([now.new_customers, store.rows[0]!.returning_customers], [16, 8]);
+
+      // The chart's legend says which revenue is which.
+      const legend = await page2.$$eval('#chart .u-legend .u-series th', (labels) => labels.map((label) => label.textContent!.trim()));
+      assert.deepEqual(legend.slice(1), ['Spend', 'Store revenue (all orders)', 'Attributed revenue, paid channels', 'MER']);
+      await shot('9-headline-1440', page2);
+    });
+
+    test('the comparison of models shows each row\'s revenue under each model, as the reports API answers it', async () => {
+      const header = await page2.$$eval('#comparison thead th[data-model]', (cells) => cells.map((cell) => cell.getAttribute('data-model')));
+      assert.deepEqual(header, ['linear', 'first_touch', 'last_touch'], 'the model picked first, then the others compared');
+      const expected = async (model: string, level: string) => {
+        return report({ ...LAST_30, model, window: '30', mode: 'cash', level, granularity: 'PERIOD', metrics: 'spend,rev' }, shop);
+      };
+      const shown = await rowsShown('comparison', 0, 'data-model');
+      assert.ok(shown.length >= 5, 'meta, google, direct, e-mail, unattributed');
+      const revenueOf: Record<string, Map<string, string>> = {};
+      for (const model of header) {
+        const answer = await expected(model!, 'platform');
+        revenueOf[model!] = new Map(answer.rows.map((row) => [String(row.platform), String(row.rev)]));
+        for (const row of shown) assert.equal(row.values[model!], revenueOf[model!]!.get(row.key) ?? '', `${row.name} under ${model}`);
+        const all = await page2.getAttribute(`#comparison tfoot tr.all td[data-model="${model}"]`, 'data-value');
+        assert.equal(all, String(answer.totals.rev), `every row under ${model}`);
+        close((await page2.getAttribute(`#comparison tfoot tr.paid td[data-model="${model}"]`, 'data-value'))!, paidRevenue(answer), `paid channels under ${model}`);
+      }
+      assert.notEqual(revenueOf.first_touch!.get('meta'), revenueOf.last_touch!.get('meta'), 'the models disagree on meta');
+      // The table above and the comparison show the same rows, in the same order.
+      assert.deepEqual(shown.map((row) => row.key), (await rowsShown('performance', 0, 'data-metric')).map((row) => row.key));
+
+      // Another model ticked: asked for, and shown beside the others.
+      await page2.locator('#compare-pick summary').click();
+      await page2.getByRole('checkbox', { name: 'Position-based (40/20/40)' }).check();
+      await page2.locator('#comparison thead th[data-model="position_based"]').waitFor();
+      const positionBased = await expected('position_based', 'platform');
+      for (const row of await rowsShown('comparison', 0, 'data-model')) {
+        assert.equal(row.values.position_based, String(positionBased.rows.find((candidate) => candidate.platform === row.key)?.rev ?? ''), row.name);
+      }
+      await page2.getByRole('checkbox', { name: 'Position-based (40/20/40)' }).uncheck();
+      await page2.locator('#compare-pick summary').click();
+      await page2.locator('#comparison thead th[data-model="position_based"]').waitFor({ state: 'detached' });
+    });
+
+    test('rows without a name say what they are; channels without a platform are named by their channel', async () => {
+      const platforms = await rowsShown('performance', 0, 'data-metric');
+      const named = Object.fromEntries(platforms.map((row) => [row.key, [row.name, row.tag]]));
+      assert.deepEqual(named, {
+        meta: ['meta', null],
+        google: ['google', null],
+        direct: ['Direct', 'channel, no ad platform'],
+        email: ['E-mail', 'channel, no ad platform'],
+        unattributed: ['Unattributed', 'no touchpoint'],
+      });
+      // Channels and unattributed orders have no ad objects to open.
+      for (const name of ['Direct', 'E-mail', 'Unattributed']) assert.equal(await page2.locator('#performance tbody tr[data-depth="0"]', { hasText: name }).locator('.toggle').count(), 0, name);
+
+      await page2.locator('#performance tbody tr[data-depth="0"] .toggle', { hasText: 'google' }).click();
+      await page2.locator('#performance tbody tr[data-depth="1"]').first().waitFor();
+      assert.deepEqual((await rowsShown('performance', 1, 'data-metric')).map((row) => row.name).sort(), ['(no campaign)', 'search campaign']);
+      await page2.locator('#performance tbody tr[data-depth="0"] .toggle', { hasText: 'meta' }).click();
+      await page2.locator('#performance tbody tr[data-depth="1"] .toggle', { hasText: 'spring campaign' }).click();
+      await page2.locator('#performance tbody tr[data-depth="2"]').first().waitFor();
+      const adSets = await rowsShown('performance', 2, 'data-metric');
+      assert.deepEqual(adSets.map((row) => row.name).sort(), ['(no ad set)', 'spring ad set']);
+      // As the API has them: the ad set without a name or id is meta's spring campaign's "".
+      const apiAdSets = await report({ ...LAST_30, model: 'linear', window: '30', mode: 'cash', level: 'adset', granularity: 'PERIOD', metrics: TABLE_METRICS.join(',') }, shop);
+      const unnamed = apiAdSets.rows.find((row) => row.platform === 'meta' && row.campaign_id === 'spring' && row.adset_id === '')!;
+      assert.equal(unnamed.adset, '');
+      assert.equal(adSets.find((row) => row.name === '(no ad set)')!.values.rev, String(unnamed.rev));
+      await page2.locator('#performance tbody tr[data-depth="2"] .toggle', { hasText: '(no ad set)' }).click();
+      await page2.locator('#performance tbody tr[data-depth="3"]', { hasText: '(no ad)' }).waitFor();
+
+      // The comparison follows the rows opened, under every model.
+      const compared = await rowsShown('comparison', 2, 'data-model');
+      assert.deepEqual(compared.map((row) => row.name).sort(), ['(no ad set)', 'spring ad set']);
+      for (const model of ['first_touch', 'last_touch']) {
+        const answer = await report({ ...LAST_30, model, window: '30', mode: 'cash', level: 'adset', granularity: 'PERIOD', metrics: 'rev' }, shop);
+        const byKey = new Map(answer.rows.map((row) => [[row.platform, row.campaign_id, row.adset_id].join('\u0000'), String(row.rev)]));
+        for (const row of compared) assert.equal(row.values[model], byKey.get(row.key) ?? '', `${row.name} under ${model}`);
+      }
+      await shot('9b-rows-and-models-1440', page2);
+    });
+
+    test('while figures change, the old ones are dimmed and the page says it is busy', async () => {
+      const slow = (address: URL) => address.pathname === '/v1/reports/performance';
+      await page2.route(slow, async (route) => {
+        await new Promise((resolve) => setTimeout(resolve, 1500));
+        await route.continue();
+      });
+      try {
+        const shownBefore = (await kpis()).spend!.value;
+        await page2.locator('#mode').selectOption('accrual');
+        assert.equal(await page2.locator('#dashboard').getAttribute('aria-busy'), 'true');
+        await page2.locator('#period-shown .updating').waitFor();
+        await page2.waitForTimeout(300);
+        assert.equal(await page2.locator('#dashboard').getAttribute('aria-busy'), 'true');
+        assert.equal((await kpis()).spend!.value, shownBefore, 'the old figures stay while the new ones come');
+        assert.ok(Number(await page2.$eval('#kpis', (element) => getComputedStyle(element).opacity)) < 0.6, 'dimmed');
+        await shot('9c-loading-1440', page2);
+      } finally {
+        await page2.unroute(slow);
+      }
+      await loaded(page2);
+      await page2.waitForTimeout(300);
+      assert.equal(Number(await page2.$eval('#kpis', (element) => getComputedStyle(element).opacity)), 1, 'no longer dimmed');
+      const accrual = await report({ ...LAST_30, model: 'linear', window: '30', mode: 'accrual', level: 'platform', granularity: 'PERIOD', metrics: TABLE_METRICS.join(',') }, shop);
+      close((await kpis()).paid_rev!.value, paidRevenue(accrual), 'attributed revenue in accrual mode');
+      await page2.locator('#mode').selectOption('cash');
+      await loaded(page2);
+    });
+
+    test('a period that cannot be shown clears the figures and says why, asking the API nothing', async () => {
+      await page2.getByLabel('Period').selectOption('custom');
+      await loaded(page2);
+      assert.notEqual((await kpis()).spend!.value, '');
+      const asked = sent.length;
+      const problem = page2.locator('#period-problem');
+      const cleared = async () => {
+        assert.ok(Object.values(await kpis()).every((figure) => figure.value === ''), 'no headline figure left');
+        assert.equal(await page2.locator('#performance tbody tr').count(), 0);
+        assert.equal(await page2.locator('#comparison tbody tr').count(), 0);
+        assert.equal(await page2.locator('#customers-figures [data-metric]').count(), 0);
+        assert.equal(await page2.locator('#chart canvas').count(), 0);
+        assert.equal(await page2.locator('#download').isDisabled(), true);
+        assert.equal(await page2.locator('#period-shown').innerText(), '');
+      };
+
+      await page2.getByLabel('To', { exact: true }).fill(dayBefore(40));
+      await loaded(page2);
+      assert.match(await problem.innerText(), /^The period ends on .+, before it starts on .+: pick a last day on or after the first\.$/);
+      await cleared();
+      await shot('11-invalid-period-1440', page2);
+
+      await page2.getByLabel('From', { exact: true }).fill(dayBefore(140));
+      assert.match(await problem.innerText(), /^That period is 101 days long: the dashboard shows at most 92 days at a time\./);
+      await cleared();
+
+      await page2.getByLabel('From', { exact: true }).fill('');
+      assert.equal(await problem.innerText(), 'Pick the first day of the period to see its figures.');
+      await cleared();
+      await page2.waitForTimeout(300);
+      assert.deepEqual(sent.slice(asked), [], 'no request for a period that cannot be shown');
+
+      await page2.getByLabel('Period').selectOption('30');
+      await loaded(page2);
+      assert.equal(await problem.isHidden(), true);
+      assert.notEqual((await kpis()).spend!.value, '');
+    });
+
+    test('on a phone, the headline comes first and nothing is wider than the screen; light and dark', async () => {
+      await page2.setViewportSize({ width: 390, height: 844 });
+      await page2.waitForTimeout(300);
+      for (const scheme of ['light', 'dark'] as const) {
+        await page2.emulateMedia({ colorScheme: scheme });
+        await page2.waitForTimeout(200);
+        const overflow = (await page2.evaluate('document.documentElement.scrollWidth - document.documentElement.clientWidth')) as number;
+        assert.ok(overflow <= 0, `the page is ${overflow}px wider than a phone`);
+        const top = async (selector: string) => (await page2.locator(selector).boundingBox())!.y;
+        assert.ok((await top('#kpis')) < (await top('#chart')) && (await top('#kpis')) < (await top('#performance')), 'the headline before the chart and the table');
+        // Each figure on one line, none cut.
+        const wrapped = await page2.$$eval('#kpis .value', (values) =>
+          values.filter((value) => value.scrollWidth > value.clientWidth || value.getBoundingClientRect().height > 1.5 * parseFloat(getComputedStyle(value).lineHeight)).length,
+        );
+        assert.equal(wrapped, 0);
+        await shot(`10-phone-390-${scheme}`, page2);
+      }
+      await page2.setViewportSize({ width: 1440, height: 900 });
+      await shot('10b-desktop-1440-dark', page2);
+      await page2.emulateMedia({ colorScheme: 'light' });
+    });
+
+    test('the CSV download still works, and the page needs nothing a read-only key may not do', async () => {
+      const [download] = await Promise.all([page2.waitForEvent('download'), page2.getByRole('button', { name: 'Download CSV' }).click()]);
+      const [header] = parseCsv(fs.readFileSync((await download.path())!, 'utf8'));
+      assert.ok(header!.includes('ad_id'), 'at the deepest level open');
+      // Keys of scope read may GET anything and POST /v1/exports/data-export only.
+      const writes = sent.filter(({ method }) => method !== 'GET');
+      assert.ok(writes.length > 0);
+      assert.deepEqual(new Set(writes.map(({ method, path }) => `${method} ${path}`)), new Set(['POST /v1/exports/data-export']));
+    });
   });
 
   test('/docs lists every path of /openapi.json, on both ports, under the pages policy', async () => {

@@ -1,22 +1,49 @@
 // The dashboard: plain JavaScript over the API (no framework, no build step), uPlot for the chart.
 // The credentials live in sessionStorage, for this tab only, and go out in the API's headers.
+//
+// One engine: every figure shown is a figure of GET /v1/reports/performance (the plan of rows
+// exports run), as the API answered it. The page adds up or divides API figures only where the
+// API has no such total (docs/dashboard.md lists each): the attributed revenue of the platforms
+// with spend, and the ratios and changes made of it.
 
 const CREDENTIALS = 'tributary.credentials';
+const COMPARED = 'tributary.compared-models';
+/** The longest period a report covers, in days (MAX_REPORT_DAYS, src/reports/performance.ts): a longer one is not asked. */
+const MAX_REPORT_DAYS = 92;
 const TABLE_METRICS = ['spend', 'rev', 'roas', 'cac', 'txns', 'visits'];
-/** The levels rows expand through, each with the column naming its objects and the one of their ids. */
+/** The store's figures of a period (level=total): they follow no attribution model. */
+const STORE_METRICS = ['spend', 'revenue', 'transactions', 'new_customers', 'returning_customers', 'mer', 'blended_cac'];
+/** The models compared until the reader picks others; the model picked is always among them. */
+const DEFAULT_COMPARED = ['first_touch', 'last_touch', 'linear'];
+/** The levels rows expand through, each with the column naming its objects, the one of their ids, and what a row without either is. */
 const LEVELS = [
-  { level: 'platform', name: 'platform', id: 'platform' },
-  { level: 'campaign', name: 'campaign', id: 'campaign_id' },
-  { level: 'adset', name: 'adset', id: 'adset_id' },
-  { level: 'ad', name: 'ad', id: 'ad_id' },
+  { level: 'platform', name: 'platform', id: 'platform', none: '(no platform)' },
+  { level: 'campaign', name: 'campaign', id: 'campaign_id', none: '(no campaign)' },
+  { level: 'adset', name: 'adset', id: 'adset_id', none: '(no ad set)' },
+  { level: 'ad', name: 'ad', id: 'ad_id', none: '(no ad)' },
 ];
+/**
+ * A touchpoint without a platform is reported under its channel as the platform (src/attribution/
+ * attributed-rows.ts), an order without a path under `unattributed`: those rows carry no spend and
+ * have no ad objects. Their names for people.
+ */
+const CHANNELS = {
+  direct: 'Direct',
+  email: 'E-mail',
+  sms: 'SMS',
+  organic_search: 'Organic search',
+  organic_social: 'Organic social',
+  referral: 'Referral',
+  other: 'Other channels',
+  paid: 'Paid, no platform named',
+};
 
 const $ = (id) => document.getElementById(id);
 const el = (tag, attributes = {}, ...children) => {
   const node = document.createElement(tag);
   for (const [name, value] of Object.entries(attributes)) {
     if (name === 'text') node.textContent = value;
-    else node.setAttribute(name, value);
+    else if (value !== undefined && value !== null) node.setAttribute(name, value);
   }
   node.append(...children);
   return node;
@@ -63,6 +90,8 @@ function showError(error) {
 const DAY_MS = 86_400_000;
 /** Calendar arithmetic on plain dates, done in UTC where no day is 23 or 25 hours long. */
 const addDays = (date, days) => new Date(Date.parse(`${date}T00:00:00Z`) + days * DAY_MS).toISOString().slice(0, 10);
+/** The days from `first` to `last`, both counted. */
+const daysOf = (first, last) => Math.round((Date.parse(`${last}T00:00:00Z`) - Date.parse(`${first}T00:00:00Z`)) / DAY_MS) + 1;
 
 /** The date it is at `now` in `timeZone`, as YYYY-MM-DD. */
 function localToday(timeZone, now) {
@@ -79,128 +108,409 @@ function pickedPeriod(timeZone, now) {
   return { start_date: addDays(today, -Number(choice)), end_date: addDays(today, -1), timeZone };
 }
 
-/** The period of the last load, fixed when it started: every request of the page asks these days. */
-let shown = null;
+/** The period of the same length just before `period`: what its figures are compared with. */
+function previousOf({ start_date, end_date, timeZone }) {
+  const days = daysOf(start_date, end_date);
+  return { start_date: addDays(start_date, -days), end_date: addDays(start_date, -1), timeZone };
+}
+
+const shortDate = (date, withYear = true) =>
+  new Intl.DateTimeFormat(undefined, { timeZone: 'UTC', day: 'numeric', month: 'short', ...(withYear ? { year: 'numeric' } : {}) }).format(Date.parse(`${date}T00:00:00Z`));
+
+/**
+ * Why the custom period picked cannot be shown, in the reader's words; null when it can. Only a
+ * custom period can be wrong: the others are made by the page. Nothing is asked of the API for a
+ * wrong one.
+ */
+function periodProblem() {
+  if ($('period').value !== 'custom') return null;
+  const [from, to] = [$('from').value, $('to').value];
+  if (!from && !to) return 'Pick the first and the last day of the period to see its figures.';
+  if (!from) return 'Pick the first day of the period to see its figures.';
+  if (!to) return 'Pick the last day of the period to see its figures.';
+  if (to < from) return `The period ends on ${shortDate(to)}, before it starts on ${shortDate(from)}: pick a last day on or after the first.`;
+  const days = daysOf(from, to);
+  if (days > MAX_REPORT_DAYS) {
+    return `That period is ${days.toLocaleString()} days long: the dashboard shows at most ${MAX_REPORT_DAYS} days at a time. ` +
+      'Pick a shorter period, or ask for a longer one as an export through the API.';
+  }
+  return null;
+}
 
 /** "31 Oct – 29 Nov 2026 (America/New_York)" in the reader's language, each date also as a <time>. */
-function describePeriod({ start_date, end_date, timeZone }) {
+function describePeriod({ start_date, end_date, timeZone }, withZone = true) {
   const sameYear = start_date.slice(0, 4) === end_date.slice(0, 4);
-  const day = (date, withYear) =>
-    el('time', {
-      datetime: date,
-      text: new Intl.DateTimeFormat(undefined, { timeZone: 'UTC', day: 'numeric', month: 'short', ...(withYear ? { year: 'numeric' } : {}) }).format(Date.parse(`${date}T00:00:00Z`)),
-    });
-  return [day(start_date, !sameYear), ' – ', day(end_date, true), ` (${timeZone})`];
+  const day = (date, withYear) => el('time', { datetime: date, text: shortDate(date, withYear) });
+  return [day(start_date, !sameYear), ' – ', day(end_date, true), ...(withZone ? [` (${timeZone})`] : [])];
 }
 
-function options() {
-  return { start_date: shown.start_date, end_date: shown.end_date, model: $('model').value, window: $('window').value, mode: $('mode').value };
-}
-
-const report = (query) => api(`/v1/reports/performance?${new URLSearchParams(query)}`);
+/** "the previous 30 days": what a change is against. */
+const previousDays = (period) => {
+  const days = daysOf(period.start_date, period.end_date);
+  return days === 1 ? 'the previous day' : `the previous ${days} days`;
+};
 
 // Formatting ---------------------------------------------------------------------------------
 
-let currency = null;
-const money = (value) =>
-  value === null || value === undefined
+const missing = (value) => value === null || value === undefined || Number.isNaN(value);
+const moneyIn = (currency, digits = 2) => (value) =>
+  missing(value)
     ? '–'
     : currency
-      ? new Intl.NumberFormat(undefined, { style: 'currency', currency, maximumFractionDigits: 2 }).format(value)
-      : new Intl.NumberFormat(undefined, { maximumFractionDigits: 2 }).format(value);
-const decimal = (digits) => (value) => (value === null || value === undefined ? '–' : new Intl.NumberFormat(undefined, { maximumFractionDigits: digits }).format(value));
-const FORMATS = { spend: money, rev: money, roas: decimal(2), cac: money, txns: decimal(2), visits: decimal(0) };
+      ? new Intl.NumberFormat(undefined, { style: 'currency', currency, maximumFractionDigits: digits, minimumFractionDigits: digits === 0 ? 0 : undefined }).format(value)
+      : new Intl.NumberFormat(undefined, { maximumFractionDigits: digits }).format(value);
+const decimal = (digits) => (value) => (missing(value) ? '–' : new Intl.NumberFormat(undefined, { maximumFractionDigits: digits }).format(value));
+/** A ratio (ROAS, MER) always with its two decimals: 1.00, not 1. */
+const ratioFormat = (value) => (missing(value) ? '–' : new Intl.NumberFormat(undefined, { minimumFractionDigits: 2, maximumFractionDigits: 2 }).format(value));
+const percent = (value, digits = 1) => (missing(value) ? '–' : new Intl.NumberFormat(undefined, { style: 'percent', maximumFractionDigits: digits }).format(value));
+/** A large amount without its cents, a small one with them. */
+const headlineMoney = (currency) => (value) => moneyIn(currency, !missing(value) && Math.abs(value) >= 1000 ? 0 : 2)(value);
+const tableFormats = (currency) => ({ spend: moneyIn(currency), rev: moneyIn(currency), roas: ratioFormat, cac: moneyIn(currency), txns: decimal(2), visits: decimal(0) });
+
+/** A number as an attribute: as the API (or the page's sum) has it, '' for none. */
+const attribute = (value) => (missing(value) ? '' : String(value));
+
+// Reports --------------------------------------------------------------------------------------
+
+const report = (query) => api(`/v1/reports/performance?${new URLSearchParams(query)}`);
+const periodQuery = ({ start_date, end_date }) => ({ start_date, end_date });
+
+/**
+ * The load shown: its period and the one before, the options picked, and the API's answers.
+ * Answers to a load come late land in its own view, never in the one shown after it.
+ */
+let view = null;
+
+function newView(period, health) {
+  return {
+    period,
+    previous: previousOf(period),
+    model: $('model').value,
+    window: $('window').value,
+    mode: $('mode').value,
+    health,
+    /** Rows of the table per model and depth ("linear/1"): promises, and the answers once in. */
+    asked: new Map(),
+    answers: new Map(),
+  };
+}
+
+const attributionQuery = (v, model = v.model) => ({ ...periodQuery(v.period), model, window: v.window, mode: v.mode });
+
+/** The models whose revenue the comparison shows: the one picked first, then those ticked, in the catalog's order. */
+function comparedModels(v) {
+  const ticked = new Set(compared);
+  return [v.model, ...[...models.keys()].filter((model) => model !== v.model && ticked.has(model))];
+}
+
+/**
+ * The rows of one level for one model, asked once per view: the table's metrics for the model
+ * picked, revenue for the others (and spend, which tells the paid channels).
+ */
+function rowsFor(v, model, depth) {
+  const key = `${model}/${depth}`;
+  if (!v.asked.has(key)) {
+    const metrics = model === v.model ? TABLE_METRICS.join(',') : 'spend,rev';
+    const asked = report({ ...attributionQuery(v, model), level: LEVELS[depth].level, granularity: 'PERIOD', metrics }).then(
+      (answer) => {
+        v.answers.set(key, answer);
+        return answer;
+      },
+      (error) => {
+        v.asked.delete(key);
+        throw error;
+      },
+    );
+    v.asked.set(key, asked);
+  }
+  return v.asked.get(key);
+}
+
+/** Every level open and every model compared, asked side by side. */
+const allRowsOf = (v, depths) => Promise.all(depths.flatMap((depth) => comparedModels(v).map((model) => rowsFor(v, model, depth))));
+
+const openDepths = () => [0, ...new Set([...expanded].map((key) => key.split('\u0000').length))];
+
+/**
+ * Whether a platform row's platform carries spend in the period: what "paid channels" are. The
+ * API has no total of their attributed revenue (its totals add every row, direct and
+ * unattributed included): the page adds the rows' `rev`, as the API gave them.
+ */
+const isPaid = (row) => Number(row.spend) !== 0;
+
+function paidOf(answer) {
+  if (!answer) return { rev: null, platforms: new Set() };
+  const paid = answer.rows.filter(isPaid);
+  // Amounts in several currencies are never added: the API's currency is null then.
+  const rev = answer.currency === null && answer.rows.length > 0 ? null : paid.reduce((sum, row) => sum + Number(row.rev), 0);
+  return { rev, platforms: new Set(paid.map((row) => row.platform)) };
+}
+
+// The headline -------------------------------------------------------------------------------
+
+/** A change between two figures of the same kind: relative, or in percentage points for shares. */
+function changeOf(current, previous, kind) {
+  if (missing(current) || missing(previous)) return null;
+  if (kind === 'points') return current - previous;
+  if (previous === 0) return current === 0 ? 0 : null;
+  return (current - previous) / Math.abs(previous);
+}
+
+function changeText(change, kind, current, previous, against) {
+  if (missing(current)) return '\u00a0';
+  if (current === 0 && previous === 0) return 'no change';
+  if (change === null) return `none in ${against}`;
+  const sign = change > 0 ? '+' : change < 0 ? '−' : '±';
+  const size = Math.abs(change);
+  const amount =
+    kind === 'points'
+      ? `${new Intl.NumberFormat(undefined, { maximumFractionDigits: 1 }).format(size * 100)} pts`
+      : new Intl.NumberFormat(undefined, { style: 'percent', maximumFractionDigits: size < 0.1 ? 1 : 0 }).format(size);
+  return `${sign}${amount} vs ${against}`;
+}
+
+/** Whether a rise is good news (revenue), bad news (CAC) or neither (spend), for the colour of its change. */
+const GOOD_WHEN = { spend: 0, paid_rev: 1, roas: 1, mer: 1, transactions: 1, new_share: 1, blended_cac: -1, new_customers: 1, returning_customers: 1 };
+
+function kpi({ id, label, value, previous, format, kind = 'relative', hint, follows, against }) {
+  const change = changeOf(value, previous, kind);
+  const tone = change === null || change === 0 || GOOD_WHEN[id] === 0 ? 'neutral' : Math.sign(change) === GOOD_WHEN[id] ? 'good' : 'bad';
+  const arrow = change === null || change === 0 ? '' : change > 0 ? '▲ ' : '▼ ';
+  return el(
+    'div',
+    { class: 'kpi', 'data-kpi': id },
+    el('dt', { class: follows ? 'tagged' : null }, el('span', { text: label }), ...(follows ? [el('span', { class: 'follows', title: 'Follows the model, window and mode picked', text: 'model' })] : [])),
+    el('dd', { class: 'value', 'data-value': attribute(value), text: format(value) }),
+    el('dd', { class: `change ${tone}`, 'data-change': attribute(change), 'data-previous': attribute(previous) }, arrow ? el('span', { 'aria-hidden': 'true', text: arrow }) : '', changeText(change, kind, value, previous, against)),
+    el('dd', { class: 'hint', text: hint }),
+  );
+}
+
+/** The headline's figures, each with its value of the period before; the empty ones when nothing is shown. */
+function renderHeadline(v) {
+  const kpis = $('kpis');
+  if (!v) {
+    const blank = ['Spend', 'Attributed revenue', 'ROAS', 'MER', 'Orders', "New customers' share", 'CAC'];
+    kpis.replaceChildren(...blank.map((label) => el('div', { class: 'kpi empty-kpi' }, el('dt', { text: label }), el('dd', { class: 'value', 'data-value': '', text: '—' }), el('dd', { class: 'change neutral', text: '\u00a0' }), el('dd', { class: 'hint', text: '\u00a0' }))));
+    $('headline-note').textContent = '';
+    return;
+  }
+  const { store, storeBefore, platformsBefore } = v;
+  const [now, before] = [store.totals, storeBefore.totals];
+  const money = headlineMoney(store.currency);
+  const paid = paidOf(v.answers.get(`${v.model}/0`)).rev;
+  const paidBefore = paidOf(platformsBefore).rev;
+  const ratio = (numerator, denominator) => (missing(numerator) || missing(denominator) || denominator === 0 ? null : numerator / denominator);
+  const against = previousDays(v.period);
+  const modelName = models.get(v.model)?.name ?? v.model;
+  const windowText = v.window === 'infinity' ? 'no window limit' : `${v.window}-day window`;
+  kpis.replaceChildren(
+    kpi({ id: 'spend', label: 'Spend', value: now.spend, previous: before.spend, format: money, hint: 'Every platform', against }),
+    kpi({
+      id: 'paid_rev',
+      label: 'Attributed revenue',
+      value: paid,
+      previous: paidBefore,
+      format: money,
+      hint: `Credited to paid channels (platforms with spend) by ${modelName}`,
+      follows: true,
+      against,
+    }),
+    kpi({ id: 'roas', label: 'ROAS', value: ratio(paid, now.spend), previous: ratio(paidBefore, before.spend), format: ratioFormat, hint: 'Attributed revenue ÷ spend', follows: true, against }),
+    kpi({ id: 'mer', label: 'MER', value: now.mer, previous: before.mer, format: ratioFormat, hint: `Store revenue ${money(now.revenue)} ÷ spend`, against }),
+    kpi({ id: 'transactions', label: 'Orders', value: now.transactions, previous: before.transactions, format: decimal(0), hint: 'Every order, whatever its channel', against }),
+    kpi({
+      id: 'new_share',
+      label: "New customers' share",
+      value: ratio(now.new_customers, now.transactions),
+      previous: ratio(before.new_customers, before.transactions),
+      format: (value) => percent(value),
+      kind: 'points',
+      hint: missing(now.new_customers) || !now.transactions ? 'First orders ÷ orders' : `${decimal(0)(now.new_customers)} first orders of ${decimal(0)(now.transactions)}`,
+      against,
+    }),
+    kpi({ id: 'blended_cac', label: 'CAC', value: now.blended_cac, previous: before.blended_cac, format: money, hint: 'Spend ÷ new customers', against }),
+  );
+  const several = store.currency === null && store.rows.length > 0;
+  $('headline-note').replaceChildren(
+    'Compared with ',
+    ...describePeriod(v.previous, false),
+    `. Attributed revenue and ROAS follow the model, window and mode picked (${modelName}, ${windowText}, ${v.mode}); the other figures are the store's. `,
+    several ? 'The period has amounts in several currencies, which are not added: those figures are left out.' : '',
+  );
+}
+
+// New and returning customers ----------------------------------------------------------------
+
+function renderCustomers(v) {
+  const box = $('customers-figures');
+  if (!v) {
+    box.replaceChildren();
+    return;
+  }
+  const against = previousDays(v.period);
+  // returning_customers has no total (a customer returns in several buckets): the period's one row (one currency) has it.
+  const returningOf = (answer) => (answer.rows.length === 0 ? 0 : answer.rows.length === 1 ? answer.rows[0].returning_customers : null);
+  const figures = [
+    { id: 'new_customers', label: 'New customers', value: v.store.totals.new_customers, previous: v.storeBefore.totals.new_customers, hint: 'First order ever in the period' },
+    { id: 'returning_customers', label: 'Returning customers', value: returningOf(v.store), previous: returningOf(v.storeBefore), hint: 'Ordered before the period, and again in it' },
+  ];
+  const [fresh, returning] = figures.map((figure) => figure.value);
+  const customers = missing(fresh) || missing(returning) ? null : fresh + returning;
+  const bar = el('div', { class: 'split-bar', role: 'img', 'aria-label': customers ? `New ${percent(fresh / customers, 0)}, returning ${percent(returning / customers, 0)} of the customers` : 'No customers' });
+  if (customers) {
+    for (const [part, value] of [['new', fresh], ['returning', returning]].filter(([, count]) => count > 0)) {
+      const span = el('span', { class: part });
+      span.style.width = `${(value / customers) * 100}%`;
+      bar.append(span);
+    }
+  }
+  box.replaceChildren(
+    el(
+      'dl',
+      { class: 'split' },
+      ...figures.map(({ id, label, value, previous, hint }) => {
+        const change = changeOf(value, previous, 'relative');
+        return el(
+          'div',
+          { class: `split-figure ${id === 'new_customers' ? 'new' : 'returning'}`, 'data-metric': id },
+          el('dt', {}, el('span', { class: 'swatch', 'aria-hidden': 'true' }), label),
+          el('dd', { class: 'value', 'data-value': attribute(value), text: decimal(0)(value) }),
+          el('dd', { class: 'share', text: customers ? `${percent(value / customers, 0)} of customers` : 'no customers' }),
+          el('dd', { class: 'change neutral', 'data-change': attribute(change), 'data-previous': attribute(previous), text: changeText(change, 'relative', value, previous, against) }),
+          el('dd', { class: 'hint', text: hint }),
+        );
+      }),
+    ),
+    bar,
+  );
+}
 
 // The chart ----------------------------------------------------------------------------------
 
 let plot = null;
 const cssColor = (name) => getComputedStyle(document.documentElement).getPropertyValue(name).trim();
 
-let chartRows = [];
+let chartData = null;
 
-/** Every day of the period, those without rows at 0 (and no MER): the chart shows gaps in data as they are. */
-function everyDay(rows, { start_date, end_date }) {
-  const byDate = new Map(rows.map((row) => [row.date, row]));
+/**
+ * Every day of the period, those without rows at 0 (and no MER): the chart shows gaps in data as
+ * they are. Spend, store revenue and MER are the API's `level=total` rows; the attributed revenue
+ * of paid channels a day is the sum of that day's `rev` over the platforms with spend in the period.
+ */
+function chartDays(v) {
+  const byDate = new Map(v.daily.rows.map((row) => [row.date, row]));
+  const paid = paidOf(v.answers.get(`${v.model}/0`));
+  const severalCurrencies = v.dailyPlatforms.currency === null && v.dailyPlatforms.rows.length > 0;
+  const paidByDate = new Map();
+  for (const row of v.dailyPlatforms.rows) {
+    if (paid.platforms.has(row.platform)) paidByDate.set(row.date, (paidByDate.get(row.date) ?? 0) + Number(row.rev));
+  }
   const days = [];
-  for (let day = Date.parse(`${start_date}T00:00:00Z`); day <= Date.parse(`${end_date}T00:00:00Z`); day += 86_400_000) {
-    const date = new Date(day).toISOString().slice(0, 10);
-    days.push(byDate.get(date) ?? { date, spend: 0, rev: 0, mer: null });
+  for (let day = v.period.start_date; day <= v.period.end_date; day = addDays(day, 1)) {
+    const row = byDate.get(day);
+    days.push({ date: day, spend: row?.spend ?? 0, revenue: row?.revenue ?? 0, mer: row?.mer ?? null, paid: severalCurrencies ? null : (paidByDate.get(day) ?? 0) });
   }
   return days;
 }
 
-function drawChart(rows) {
-  chartRows = rows;
+function drawChart(days, currency) {
+  chartData = days && { days, currency };
   const container = $('chart');
   plot?.destroy();
   plot = null;
-  const empty = rows.every((row) => !row.spend && !row.rev);
-  $('chart-empty').hidden = !empty;
+  const empty = !days || days.every((day) => !day.spend && !day.revenue && !day.paid);
+  $('chart-empty').hidden = !days || !empty;
   container.hidden = empty;
+  $('chart-note').hidden = empty;
   if (empty) return;
+  const money = moneyIn(currency);
   const data = [
-    rows.map((row) => Date.parse(`${row.date}T00:00:00Z`) / 1000),
-    rows.map((row) => row.spend),
-    rows.map((row) => row.rev),
-    rows.map((row) => row.mer),
+    days.map((day) => Date.parse(`${day.date}T00:00:00Z`) / 1000),
+    days.map((day) => day.spend),
+    days.map((day) => day.revenue),
+    days.map((day) => day.paid),
+    days.map((day) => day.mer),
   ];
   const axis = { stroke: cssColor('--muted'), grid: { stroke: cssColor('--line') }, ticks: { stroke: cssColor('--line') } };
+  const narrow = container.clientWidth < 500;
   plot = new window.uPlot(
     {
       width: container.clientWidth,
-      height: 300,
+      height: narrow ? 240 : 300,
       tzDate: (ts) => window.uPlot.tzDate(new Date(ts * 1000), 'Etc/UTC'),
       scales: { x: { time: true }, money: {}, mer: {} },
+      legend: { live: !narrow },
+      // At rest, the legend shows the last day's figures rather than dashes.
+      hooks: { setLegend: [(u) => u.legend.idx == null && u.setLegend({ idx: days.length - 1 }, false)] },
       series: [
-        { label: 'Day' },
+        { label: 'Day', value: (_, ts) => (ts === null ? '–' : shortDate(new Date(ts * 1000).toISOString().slice(0, 10))) },
         { label: 'Spend', scale: 'money', stroke: cssColor('--spend'), width: 2, value: (_, v) => money(v) },
-        { label: 'Attributed revenue', scale: 'money', stroke: cssColor('--revenue'), width: 2, value: (_, v) => money(v) },
-        { label: 'MER', scale: 'mer', stroke: cssColor('--mer'), width: 2, dash: [6, 4], value: (_, v) => decimal(2)(v) },
+        { label: 'Store revenue (all orders)', scale: 'money', stroke: cssColor('--store'), width: 2, value: (_, v) => money(v) },
+        { label: 'Attributed revenue, paid channels', scale: 'money', stroke: cssColor('--revenue'), width: 2, fill: cssColor('--revenue-fill'), value: (_, v) => money(v) },
+        { label: 'MER', scale: 'mer', stroke: cssColor('--mer'), width: 1.5, dash: [6, 4], value: (_, v) => ratioFormat(v) },
       ],
       axes: [
         // Days, weeks or months apart, never hours: the points are days.
-        { ...axis, incrs: [1, 2, 3, 7, 14, 28].map((days) => days * 86_400), values: (_, ticks) => ticks.map((tick) => new Date(tick * 1000).toISOString().slice(5, 10)) },
-        { ...axis, scale: 'money', size: 70, values: (_, ticks) => ticks.map((tick) => decimal(0)(tick)) },
-        { ...axis, scale: 'mer', side: 1, size: 50, grid: { show: false }, label: 'MER' },
+        { ...axis, incrs: [1, 2, 3, 7, 14, 28].map((n) => n * 86_400), values: (_, ticks) => ticks.map((tick) => shortDate(new Date(tick * 1000).toISOString().slice(0, 10), false)) },
+        { ...axis, scale: 'money', size: narrow ? 50 : 70, values: (_, ticks) => ticks.map((tick) => new Intl.NumberFormat(undefined, { notation: 'compact' }).format(tick)) },
+        { ...axis, scale: 'mer', side: 1, size: narrow ? 36 : 50, grid: { show: false }, label: narrow ? '' : 'MER', values: (_, ticks) => ticks.map((tick) => decimal(1)(tick)) },
       ],
     },
     data,
     container,
   );
+  plot.setLegend({ idx: days.length - 1 }, false);
 }
 
-addEventListener('resize', () => plot?.setSize({ width: $('chart').clientWidth, height: 300 }));
+addEventListener('resize', () => {
+  if (!plot) return;
+  const narrow = $('chart').clientWidth < 500;
+  // Narrow and wide charts differ in more than size: drawn again when crossing.
+  if (narrow !== plot.width < 500) drawChart(chartData.days, chartData.currency);
+  else plot.setSize({ width: $('chart').clientWidth, height: narrow ? 240 : 300 });
+});
 // The chart's colours are read from the page's when drawn: drawn again when the scheme changes.
-window.matchMedia('(prefers-color-scheme: dark)').addEventListener('change', () => plot && drawChart(chartRows));
+window.matchMedia('(prefers-color-scheme: dark)').addEventListener('change', () => plot && drawChart(chartData.days, chartData.currency));
 
 // The table ----------------------------------------------------------------------------------
 
-/** Rows fetched per level for the current options, and which rows are open. */
-let tableRows = {};
-let totals = {};
 const expanded = new Set();
 let sort = { key: 'spend', descending: true };
 
 const rowKey = (row, depth) => LEVELS.slice(0, depth + 1).map((level) => row[level.id] ?? '').join('\u0000');
 
-async function rowsOf(depth) {
-  // This load's rows: an answer to an earlier load, come late, lands in that load's, not in the one shown.
-  const rows = tableRows;
-  if (!rows[depth]) {
-    const answer = await report({ ...options(), level: LEVELS[depth].level, granularity: 'PERIOD', metrics: TABLE_METRICS.join(',') });
-    rows[depth] = answer.rows;
-    if (depth === 0 && rows === tableRows) {
-      totals = answer.totals;
-      currency = answer.currency;
-    }
+/** What a row is called, and what kind of row it is: an ad object, a channel without a platform, unattributed orders, or an object without a name. */
+function labelOf(row, depth) {
+  if (depth === 0) {
+    if (row.platform === 'unattributed') return { text: 'Unattributed', tag: 'no touchpoint', kind: 'unattributed' };
+    if (Object.hasOwn(CHANNELS, row.platform) && !isPaid(row)) return { text: CHANNELS[row.platform], tag: 'channel, no ad platform', kind: 'channel' };
   }
-  return tableRows[depth];
+  const { name, id, none } = LEVELS[depth];
+  const text = row[name] || row[id];
+  return text ? { text, kind: 'object' } : { text: none, kind: 'unnamed' };
 }
 
-function sorted(rows) {
+/** The rows shown, in the order shown: each level's rows under their open parent, sorted. */
+function linesOf(v) {
+  const lines = [];
+  const add = (depth, parentKey) => {
+    const children = (v.answers.get(`${v.model}/${depth}`)?.rows ?? [])
+      .filter((row) => depth === 0 || rowKey(row, depth - 1) === parentKey)
+      .map((row) => ({ row, depth, key: rowKey(row, depth), label: labelOf(row, depth) }));
+    for (const line of sorted(children)) {
+      lines.push(line);
+      if (expanded.has(line.key)) add(depth + 1, line.key);
+    }
+  };
+  if (v) add(0, '');
+  return lines;
+}
+
+function sorted(lines) {
   const { key, descending } = sort;
-  const value = (row) => (key === 'name' ? String(row.label) : (row[key] ?? -Infinity));
-  return [...rows].sort((a, b) => {
+  const value = (line) => (key === 'name' ? line.label.text : (line.row[key] ?? -Infinity));
+  return [...lines].sort((a, b) => {
     const [x, y] = [value(a), value(b)];
     const order = typeof x === 'string' ? x.localeCompare(y) : x - y;
     return descending ? -order : order;
@@ -208,62 +518,179 @@ function sorted(rows) {
 }
 
 /** A figure as shown, with the API's value beside it, as the API answered it. */
-const metricCell = (metric, value) => el('td', { class: 'num', 'data-metric': metric, 'data-value': value === null || value === undefined ? '' : String(value), text: FORMATS[metric](value) });
+const metricCell = (format, metric, value) => el('td', { class: 'num', 'data-metric': metric, 'data-value': attribute(value), text: format(value) });
 
-function renderTable() {
-  const body = document.querySelector('#performance tbody');
-  const lines = [];
-  const add = (depth, parentKey) => {
-    const children = (tableRows[depth] ?? [])
-      .filter((row) => depth === 0 || rowKey(row, depth - 1) === parentKey)
-      .map((row) => ({ ...row, label: row[LEVELS[depth].name] ?? row[LEVELS[depth].id] ?? '(none)' }));
-    for (const row of sorted(children)) {
-      const key = rowKey(row, depth);
-      const name = el('td', { class: 'name', title: row.label });
-      // A platform without ad objects (a channel, unattributed) has nothing to open.
-      if (depth < LEVELS.length - 1 && (depth > 0 || row.platform !== 'unattributed')) {
-        const toggle = el('button', { type: 'button', class: 'toggle', 'aria-expanded': String(expanded.has(key)), text: row.label });
-        toggle.addEventListener('click', () => toggleRow(key, depth + 1));
-        name.append(toggle);
-      } else name.textContent = row.label;
-      lines.push(
-        el('tr', { 'data-depth': String(depth), 'data-key': key }, name, ...TABLE_METRICS.map((metric) => metricCell(metric, row[metric]))),
-      );
-      if (expanded.has(key)) add(depth + 1, key);
-    }
-  };
-  add(0, '');
-  body.replaceChildren(...lines);
-  const foot = document.querySelector('#performance tfoot');
-  const hasRows = (tableRows[0] ?? []).length > 0;
-  $('table-empty').hidden = hasRows;
+function nameCell({ depth, key, label }, { toggles }) {
+  const cell = el('td', { class: `name ${label.kind}`, title: label.tag ? `${label.text}: ${label.tag}` : label.text });
+  const text = el('span', { class: 'label', text: label.text });
+  // A platform without ad objects (a channel, unattributed) has nothing to open.
+  if (toggles && depth < LEVELS.length - 1 && !(depth === 0 && label.kind !== 'object')) {
+    const toggle = el('button', { type: 'button', class: 'toggle', 'aria-expanded': String(expanded.has(key)) }, text);
+    toggle.addEventListener('click', () => toggleRow(key, depth + 1));
+    cell.append(toggle);
+  } else cell.append(text);
+  if (label.tag) cell.append(el('span', { class: 'tag', text: label.tag }));
+  return cell;
+}
+
+function renderTable(v) {
+  const lines = linesOf(v);
+  const top = v?.answers.get(`${v.model}/0`);
+  const currency = top?.currency ?? null;
+  const formats = tableFormats(currency);
+  document.querySelector('#performance tbody').replaceChildren(
+    ...lines.map((line) =>
+      el('tr', { 'data-depth': String(line.depth), 'data-key': line.key, class: line.label.kind }, nameCell(line, { toggles: true }), ...TABLE_METRICS.map((metric) => metricCell(formats[metric], metric, line.row[metric]))),
+    ),
+  );
+  const hasRows = (top?.rows ?? []).length > 0;
+  $('table-empty').hidden = !v || hasRows;
   $('performance').hidden = !hasRows;
   $('download').disabled = !hasRows;
+  const severalCurrencies = hasRows && currency === null;
+  const totals = top?.totals ?? {};
+  const paid = paidOf(top).rev;
+  const foot = document.querySelector('#performance tfoot');
   foot.replaceChildren(
-    el(
-      'tr',
-      {},
-      el('td', { text: currency || !hasRows ? 'Total' : 'Total (several currencies: not added)' }),
-      ...TABLE_METRICS.map((metric) => metricCell(metric, totals[metric])),
-    ),
+    ...(hasRows
+      ? [
+          el(
+            'tr',
+            { class: 'paid' },
+            el('th', { scope: 'row', text: 'Paid channels (platforms with spend)' }),
+            metricCell(formats.spend, 'spend', totals.spend),
+            metricCell(formats.rev, 'rev', paid),
+            metricCell(formats.roas, 'roas', missing(paid) || !totals.spend ? null : paid / totals.spend),
+            el('td', { colspan: '3', class: 'muted-cell', text: 'Sum of the rows with spend' }),
+          ),
+          el(
+            'tr',
+            { class: 'all' },
+            el('th', { scope: 'row', text: severalCurrencies ? 'All rows (several currencies: not added)' : 'All rows: paid, other channels and unattributed' }),
+            ...TABLE_METRICS.map((metric) => metricCell(formats[metric], metric, totals[metric])),
+          ),
+        ]
+      : []),
   );
   for (const header of document.querySelectorAll('#performance thead th')) {
     header.setAttribute('aria-sort', header.dataset.key === sort.key ? (sort.descending ? 'descending' : 'ascending') : 'none');
   }
+  const modelName = v ? (models.get(v.model)?.name ?? v.model) : '';
+  $('table-note').textContent = v
+    ? `Attributed revenue, ROAS, CAC and transactions by ${modelName}. Each row is the API's; "All rows" is its total, which adds direct, e-mail, organic and unattributed orders: in cash mode, that is the store's revenue.`
+    : '';
+  renderComparison(v, lines);
 }
 
+// The comparison of models -------------------------------------------------------------------
+
+function renderComparison(v, lines) {
+  const table = $('comparison');
+  const shownModels = v ? comparedModels(v).filter((model) => v.answers.has(`${model}/0`)) : [];
+  table.tHead.rows[0].replaceChildren(
+    el('th', { scope: 'col', text: 'Name' }),
+    ...shownModels.map((model) =>
+      el('th', { scope: 'col', class: `num${model === v.model ? ' picked' : ''}`, 'data-model': model }, models.get(model)?.name ?? model, ...(model === v.model ? [el('span', { class: 'picked-tag', text: 'picked' })] : [])),
+    ),
+  );
+  const revenue = new Map(
+    shownModels.map((model) => {
+      const byKey = new Map();
+      for (const depth of openDepths()) for (const row of v.answers.get(`${model}/${depth}`)?.rows ?? []) byKey.set(`${depth}|${rowKey(row, depth)}`, row.rev);
+      return [model, byKey];
+    }),
+  );
+  const money = moneyIn(v ? (v.answers.get(`${v.model}/0`)?.currency ?? null) : null);
+  const pickedName = models.get(v?.model)?.name ?? v?.model;
+  /** How far a model's figure is from the picked model's: a share of it, or an amount when that is 0. */
+  const against = (value, base) => {
+    if (missing(value) || missing(base)) return '';
+    const [x, y] = [Number(value), Number(base)];
+    if (x === y) return 'same';
+    if (y === 0) return `+${money(x)}`;
+    const change = (x - y) / Math.abs(y);
+    return `${change > 0 ? '+' : '−'}${new Intl.NumberFormat(undefined, { style: 'percent', maximumFractionDigits: Math.abs(change) < 0.1 ? 1 : 0 }).format(Math.abs(change))}`;
+  };
+  const cellsOf = (values) =>
+    shownModels.map((model, index) => {
+      const value = values[index];
+      const cell = el('td', { class: `num${model === v.model ? ' picked' : ''}`, 'data-model': model, 'data-value': attribute(value) }, el('span', { class: 'amount', text: money(value) }));
+      const difference = model === v.model ? '' : against(value, values[0]);
+      if (difference) cell.append(el('span', { class: `against${difference === 'same' ? ' same' : ''}`, title: `Against ${pickedName}`, text: difference === 'same' ? 'same' : `${difference} vs ${pickedName}` }));
+      return cell;
+    });
+  const body = lines
+    .filter((line) => shownModels.every((model) => v.answers.has(`${model}/${line.depth}`)))
+    .map((line) =>
+      el('tr', { 'data-depth': String(line.depth), 'data-key': line.key, class: line.label.kind }, nameCell(line, { toggles: false }), ...cellsOf(shownModels.map((model) => revenue.get(model).get(`${line.depth}|${line.key}`)))),
+    );
+  table.tBodies[0].replaceChildren(...body);
+  const hasRows = body.length > 0;
+  table.tFoot.replaceChildren(
+    ...(hasRows
+      ? [
+          el('tr', { class: 'paid' }, el('th', { scope: 'row', text: 'Paid channels' }), ...cellsOf(shownModels.map((model) => paidOf(v.answers.get(`${model}/0`)).rev))),
+          el('tr', { class: 'all' }, el('th', { scope: 'row', text: 'All rows' }), ...cellsOf(shownModels.map((model) => v.answers.get(`${model}/0`).totals.rev))),
+        ]
+      : []),
+  );
+  table.hidden = !hasRows;
+  $('compare-empty').hidden = !v || hasRows;
+}
+
+let compared = (() => {
+  try {
+    const stored = JSON.parse(window.localStorage.getItem(COMPARED) ?? 'null');
+    return Array.isArray(stored) ? stored : DEFAULT_COMPARED;
+  } catch {
+    return DEFAULT_COMPARED;
+  }
+})();
+
+function renderModelPicker() {
+  $('compare-models').replaceChildren(
+    ...[...models.values()].map((model) => {
+      const box = el('input', { type: 'checkbox', value: model.id });
+      box.checked = compared.includes(model.id);
+      box.addEventListener('change', changeCompared);
+      return el('label', { class: 'check' }, box, ` ${model.name}`, ...(model.data_driven ? [el('span', { class: 'tag', text: 'slower: learns' })] : []));
+    }),
+  );
+}
+
+async function changeCompared() {
+  compared = [...$('compare-models').querySelectorAll('input:checked')].map((box) => box.value);
+  window.localStorage.setItem(COMPARED, JSON.stringify(compared));
+  const v = view;
+  if (!v) return;
+  const section = $('comparison').closest('section');
+  section.setAttribute('aria-busy', 'true');
+  try {
+    await allRowsOf(v, openDepths());
+    if (v === view) renderTable(v);
+  } catch (error) {
+    showError(error);
+  } finally {
+    section.setAttribute('aria-busy', 'false');
+  }
+}
+
+// Opening rows and sorting -------------------------------------------------------------------
+
 async function toggleRow(key, childDepth) {
+  const v = view;
   if (expanded.has(key)) {
     for (const open of [...expanded]) if (open.startsWith(key)) expanded.delete(open);
   } else {
     try {
-      await rowsOf(childDepth);
+      await allRowsOf(v, [childDepth]);
       expanded.add(key);
     } catch (error) {
       showError(error);
     }
   }
-  renderTable();
+  if (v !== view) return;
+  renderTable(v);
   document.querySelector(`#performance tr[data-key="${CSS.escape(key)}"] .toggle`)?.focus();
 }
 
@@ -273,7 +700,7 @@ function setUpSorting() {
     const button = el('button', { type: 'button', text: label });
     button.addEventListener('click', () => {
       sort = { key: header.dataset.key, descending: sort.key === header.dataset.key ? !sort.descending : header.dataset.key !== 'name' };
-      renderTable();
+      renderTable(view);
     });
     header.replaceChildren(button);
   }
@@ -283,19 +710,19 @@ function setUpSorting() {
 async function downloadCsv() {
   const status = $('download-status');
   const button = $('download');
+  const v = view;
   button.disabled = true;
   try {
     const deepest = Math.max(0, ...[...expanded].map((key) => key.split('\u0000').length));
-    const { start_date, end_date, model, window: lookback, mode } = options();
     status.textContent = 'Preparing the export…';
     const { id } = await api('/v1/exports/data-export', {
       method: 'POST',
       body: JSON.stringify({
         level: LEVELS[deepest].level,
         period_type: 'FIXED',
-        period_options: { period_starting_at: start_date, period_ending_at: end_date },
+        period_options: { period_starting_at: v.period.start_date, period_ending_at: v.period.end_date },
         options: { include_ids: true },
-        attribution_options: { attribution_models: [model], attribution_windows: [lookback], accounting_modes: [mode] },
+        attribution_options: { attribution_models: [v.model], attribution_windows: [v.window], accounting_modes: [v.mode] },
         metrics: TABLE_METRICS.map((metric) => ({ id: metric })),
       }),
     });
@@ -312,7 +739,7 @@ async function downloadCsv() {
     status.textContent = '';
     showError(error);
   } finally {
-    button.disabled = false;
+    button.disabled = view === null;
   }
 }
 
@@ -343,41 +770,94 @@ function renderFeeds(health) {
   );
 }
 
+/** The environment of this port, as the API names it: production, or the UAT copy, whose data is kept apart. */
+function showEnvironment(environment) {
+  const badge = $('environment');
+  const uat = environment === 'uat';
+  badge.textContent = uat ? 'UAT' : 'Production';
+  badge.title = uat ? 'UAT: the acceptance-testing copy, its data kept apart from production' : 'Production data';
+  badge.dataset.environment = environment;
+  badge.hidden = false;
+  document.title = uat ? 'UAT · Tributary' : 'Tributary';
+}
+
 // Loading -------------------------------------------------------------------------------------
 
 let loading = 0;
 
-async function load() {
-  // An incomplete custom period asks nothing: a load under way finishes and says what it shows.
-  if ($('period').value === 'custom' && !($('from').value && $('to').value)) return;
-  const mine = ++loading;
-  $('dashboard').setAttribute('aria-busy', 'true');
+function setBusy(busy) {
+  $('dashboard').setAttribute('aria-busy', String(busy));
+  $('dashboard').classList.toggle('loading', busy);
+}
+
+/** Nothing shown: the figures of the last load are taken away, and `why` is said instead. */
+function clearFigures(why) {
+  view = null;
+  $('dashboard').classList.add('cleared');
+  const problem = $('period-problem');
+  problem.textContent = why;
+  problem.hidden = false;
+  $('period-shown').textContent = '';
+  renderHeadline(null);
+  renderCustomers(null);
+  drawChart(null);
+  $('chart-empty').hidden = true;
+  renderTable(null);
   $('download-status').textContent = '';
+}
+
+async function load() {
+  const mine = ++loading;
+  // A wrong custom period asks nothing: a load under way is dropped, its figures never shown.
+  const problem = periodProblem();
+  if (problem) {
+    clearFigures(problem);
+    setBusy(false);
+    return;
+  }
+  $('period-problem').hidden = true;
+  $('dashboard').classList.remove('cleared');
+  setBusy(true);
+  $('download-status').textContent = '';
+  if (!view) renderHeadline(null);
   try {
     // The feeds answer names the client's time zone, whose days the period is: it comes first.
     const health = await api('/v1/health/feeds');
     if (mine !== loading) return;
-    shown = pickedPeriod(health.time_zone, new Date());
-    tableRows = {};
-    $('period-shown').replaceChildren(...describePeriod(shown));
-    const [chart] = await Promise.all([
-      report({ ...options(), level: 'total', granularity: 'DAILY', metrics: 'spend,rev,mer' }),
-      rowsOf(0),
-      showLearnt(options().model, shown, options().window),
+    showEnvironment(health.environment);
+    const v = newView(pickedPeriod(health.time_zone, new Date()), health);
+    $('period-shown').replaceChildren(...describePeriod(v.period), el('span', { class: 'updating', text: ' · updating…' }));
+    const storeQuery = (period, granularity) => ({ ...periodQuery(period), level: 'total', granularity, metrics: STORE_METRICS.join(',') });
+    const [store, storeBefore, daily, dailyPlatforms, platformsBefore] = await Promise.all([
+      report(storeQuery(v.period, 'PERIOD')),
+      report(storeQuery(v.previous, 'PERIOD')),
+      report({ ...periodQuery(v.period), level: 'total', granularity: 'DAILY', metrics: 'spend,revenue,mer' }),
+      report({ ...attributionQuery(v), level: 'platform', granularity: 'DAILY', metrics: 'spend,rev' }),
+      report({ ...attributionQuery(v), ...periodQuery(v.previous), level: 'platform', granularity: 'PERIOD', metrics: 'spend,rev' }),
+      allRowsOf(v, openDepths()),
+      showLearnt(v.model, v.period, v.window),
     ]);
-    const openDepths = new Set([...expanded].map((key) => key.split('\u0000').length));
-    await Promise.all([...openDepths].map(rowsOf));
     if (mine !== loading) return;
+    Object.assign(v, { store, storeBefore, daily, dailyPlatforms, platformsBefore });
+    view = v;
     showError(null);
-    drawChart(everyDay(chart.rows, shown));
-    renderTable();
+    $('period-shown').replaceChildren(...describePeriod(v.period));
+    renderHeadline(v);
+    renderCustomers(v);
+    drawChart(chartDays(v), daily.currency);
+    const modelName = models.get(v.model)?.name ?? v.model;
+    $('chart-note').textContent = `Store revenue counts every order, whatever its channel. Attributed revenue is what ${modelName} credits to the platforms with spend in the period; MER is store revenue ÷ spend (right axis).`;
+    renderTable(v);
     renderFeeds(health);
   } catch (error) {
     if (mine !== loading) return;
     if (error.status === 401) signOut();
     showError(error);
   } finally {
-    if (mine === loading) $('dashboard').setAttribute('aria-busy', 'false');
+    if (mine === loading) {
+      setBusy(false);
+      document.querySelector('#period-shown .updating')?.remove();
+    }
   }
 }
 
@@ -417,7 +897,7 @@ async function showLearnt(model, { start_date, timeZone }, lookback) {
       : `Learnt from few orders (${paths.converting.toLocaleString()}; about 300 are needed): the split between channels may be chance.`;
   const effect = model === 'markov' ? 'removal_effect' : 'shapley_value';
   $('learnt-effect').textContent = model === 'markov' ? 'Removal effect' : 'Shapley value';
-  const percent = (value) => `${(value * 100).toFixed(1)}%`;
+  const share = (value) => `${(value * 100).toFixed(1)}%`;
   $('learnt-channels').hidden = channels.length === 0;
   $('learnt-channels').tBodies[0].replaceChildren(
     ...[...channels]
@@ -427,7 +907,7 @@ async function showLearnt(model, { start_date, timeZone }, lookback) {
           'tr',
           {},
           el('th', { scope: 'row', text: channel.channel }),
-          el('td', { class: 'weight' }, weightBar(channel.weight), el('span', { text: percent(channel.weight) })),
+          el('td', { class: 'weight' }, weightBar(channel.weight), el('span', { text: share(channel.weight) })),
           el('td', { class: 'num', text: channel[effect].toFixed(4) }),
         ),
       ),
@@ -441,18 +921,32 @@ async function loadModels() {
   models = new Map(offered.map((model) => [model.id, model]));
   $('model').replaceChildren(...offered.map((model) => el('option', { value: model.id, text: model.name })));
   $('model').value = models.has('linear') ? 'linear' : offered[0].id;
+  renderModelPicker();
 }
 
 function showScreen(signedIn) {
   $('sign-in-screen').hidden = signedIn;
   $('dashboard').hidden = !signedIn;
   $('sign-out').hidden = !signedIn;
+  if (!signedIn) {
+    $('environment').hidden = true;
+    document.title = 'Tributary';
+  }
 }
 
 function signOut() {
   sessionStorage.removeItem(CREDENTIALS);
-  plot?.destroy();
-  plot = null;
+  // Nothing of this client stays on the page for the next one to see.
+  loading++;
+  view = null;
+  expanded.clear();
+  renderHeadline(null);
+  $('customers-figures').replaceChildren();
+  drawChart(null);
+  renderTable(null);
+  $('period-shown').textContent = '';
+  $('period-problem').hidden = true;
+  $('dashboard').classList.remove('cleared');
   showScreen(false);
 }
 
@@ -483,15 +977,16 @@ $('period').addEventListener('change', () => {
   $('from-field').hidden = !custom;
   $('to-field').hidden = !custom;
   // A custom period starts as the one shown, in the client's days.
-  if (custom && !$('from').value && shown) {
-    $('from').value = shown.start_date;
-    $('to').value = shown.end_date;
+  if (custom && !$('from').value && view) {
+    $('from').value = view.period.start_date;
+    $('to').value = view.period.end_date;
   }
   load();
 });
 for (const id of ['from', 'to', 'model', 'window', 'mode']) $(id).addEventListener('change', load);
 $('download').addEventListener('click', downloadCsv);
 setUpSorting();
+renderHeadline(null);
 
 if (credentials()) start();
 else showScreen(false);
