@@ -401,7 +401,9 @@ let chartData = null;
 function chartDays(v) {
   const byDate = new Map(v.daily.rows.map((row) => [row.date, row]));
   const paid = paidOf(v.answers.get(`${v.model}/0`));
-  const severalCurrencies = v.dailyPlatforms.currency === null && v.dailyPlatforms.rows.length > 0;
+  // Amounts in several currencies are not added, nor one of them shown as the day's: those days draw nothing.
+  const several = (answer) => answer.currency === null && answer.rows.some((row) => row.currency !== null);
+  const severalCurrencies = several(v.dailyPlatforms) || several(v.daily);
   const paidByDate = new Map();
   for (const row of v.dailyPlatforms.rows) {
     if (paid.platforms.has(row.platform)) paidByDate.set(row.date, (paidByDate.get(row.date) ?? 0) + Number(row.rev));
@@ -409,7 +411,11 @@ function chartDays(v) {
   const days = [];
   for (let day = v.period.start_date; day <= v.period.end_date; day = addDays(day, 1)) {
     const row = byDate.get(day);
-    days.push({ date: day, spend: row?.spend ?? 0, revenue: row?.revenue ?? 0, mer: row?.mer ?? null, paid: severalCurrencies ? null : (paidByDate.get(day) ?? 0) });
+    days.push(
+      severalCurrencies
+        ? { date: day, spend: null, revenue: null, mer: null, paid: null }
+        : { date: day, spend: row?.spend ?? 0, revenue: row?.revenue ?? 0, mer: row?.mer ?? null, paid: paidByDate.get(day) ?? 0 },
+    );
   }
   return days;
 }
@@ -419,10 +425,12 @@ function drawChart(days, currency) {
   const container = $('chart');
   plot?.destroy();
   plot = null;
-  const empty = !days || days.every((day) => !day.spend && !day.revenue && !day.paid);
-  $('chart-empty').hidden = !days || !empty;
+  const several = days?.every((day) => day.spend === null);
+  const empty = !days || several || days.every((day) => !day.spend && !day.revenue && !day.paid);
+  $('chart-empty').hidden = !days || several || !empty;
   container.hidden = empty;
-  $('chart-note').hidden = empty;
+  $('chart-note').hidden = empty && !several;
+  if (several) $('chart-note').textContent = "This period's amounts are in several currencies, which are not added: there is no daily total to draw.";
   if (empty) return;
   const money = moneyIn(currency);
   const data = [
@@ -844,9 +852,9 @@ async function load() {
     $('period-shown').replaceChildren(...describePeriod(v.period));
     renderHeadline(v);
     renderCustomers(v);
-    drawChart(chartDays(v), daily.currency);
     const modelName = models.get(v.model)?.name ?? v.model;
     $('chart-note').textContent = `Store revenue counts every order, whatever its channel. Attributed revenue is what ${modelName} credits to the platforms with spend in the period; MER is store revenue ÷ spend (right axis).`;
+    drawChart(chartDays(v), daily.currency);
     renderTable(v);
     renderFeeds(health);
   } catch (error) {
