@@ -21,6 +21,8 @@ type Messages = Record<string, string | { msg: string; type: string }>;
 
 // ajv-formats is CommonJS; its type declarations describe the ESM default export one level down.
 const addFormats = addFormatsPlugin as unknown as typeof addFormatsPlugin.default;
+/** An Ajv of any draft (its core class). */
+type AnyAjv = Parameters<typeof addFormats>[0];
 
 const MESSAGES = 'x-messages';
 
@@ -116,6 +118,14 @@ export function createAjv(options: { coerceTypes: boolean; allErrors: boolean })
     strict: true,
     allowUnionTypes: true,
   });
+  return addVocabulary(ajv);
+}
+
+/**
+ * Our formats and keywords, on an Ajv of any draft: the service's (draft-07), or a test's reading
+ * the OpenAPI document, whose schemas are JSON Schema 2020-12.
+ */
+export function addVocabulary<Validator extends AnyAjv>(ajv: Validator): Validator {
   addFormats(ajv, ['uuid']);
   ajv.addFormat('date', { type: 'string', validate: isDate });
   ajv.addFormat('email', { type: 'string', validate: isEmail });
