@@ -20,14 +20,20 @@ export const ErasureBody = Type.Object(
   { additionalProperties: false, examples: [{ customer_ids: ['magento_user_42'], customer_emails: ['roni_cost@example.com'] }] },
 );
 
-export const ErasureResult = Type.Object({
-  message: Type.String(),
-  customers: Type.Integer({ description: 'Customers found: those named by id, and those of the orders an e-mail matched.' }),
-  orders: Type.Integer({ description: 'Orders changed in this request: every order of the customers found.' }),
-  touchpoints: Type.Integer({ description: "Touchpoints changed in this request: the customers', and those of their visitors." }),
-  identities: Type.Integer({ description: 'Identity links deleted.' }),
-  request_id: Type.String({ format: 'uuid' }),
-});
+export const ErasureResult = Type.Object(
+  {
+    message: Type.String(),
+    customers: Type.Integer({ description: 'Customers found: those named by id, and those of the orders an e-mail matched.' }),
+    orders: Type.Integer({ description: 'Orders changed in this request: every order of the customers found.' }),
+    touchpoints: Type.Integer({ description: "Touchpoints changed in this request: the customers', and those of their visitors." }),
+    identities: Type.Integer({ description: 'Identity links deleted.' }),
+    request_id: Type.String({ format: 'uuid' }),
+  },
+  {
+    // The customer of the Magento order of the examples (src/orders/schema.ts), named both ways: one customer, one order.
+    examples: [{ message: 'Erased the personal data of 1 customer', customers: 1, orders: 1, touchpoints: 0, identities: 0, request_id: '11ec48c3-0923-4f22-ad14-5d0885727775' }],
+  },
+);
 
 /** Customer erasure, for the requests privacy law gives customers. */
 export const customerRoutes: FastifyPluginAsyncTypebox = async (app) => {

@@ -120,19 +120,52 @@ const orderOptions = {
   'x-distinct': ['order_id', 'customer_id'],
 };
 
-const ORDER_EXAMPLE = { order_id: '1001', customer_id: 'c-42', time_of_purchase: '2024-03-08T09:23:45Z', tax: 3.2, currency: 'USD', purchase_total: 49.99, products: [{ id: 'shirt', name: 'Shirt', quantity: 1, price: 44.99 }], shipping_cost: 5 };
+/**
+ * The order of the API reference's examples: its upsert, patch, aliases and listing here, its
+ * explanation in src/attribution/routes.ts (2 × 49.99 − 10 discount + 5.01 tax + 5 shipping).
+ */
+const ORDER_EXAMPLE = {
+  order_id: '1001',
+  customer_id: 'cust-9',
+  time_of_purchase: '2024-03-08T09:23:45Z',
+  customer_email: 'jane@example.com',
+  customer_name: 'Jane Doe',
+  discount_codes: ['SPRING10'],
+  discount_amount: 10,
+  tax: 5.01,
+  currency: 'USD',
+  purchase_total: 99.99,
+  products: [{ id: 'shirt', name: 'Shirt', quantity: 2, price: 49.99, variant_id: 'blue-m', variant_name: 'Blue, M' }],
+  customer_shipping_address: { address1: '1 Main St', city: 'Springfield', state: 'OR', zip: '97477', country_code: 'USA' },
+  shipping_cost: 5,
+  alternate_order_ids: [{ type: 'shopify_id', id: '5550001001' }],
+};
+/** What the vendor's Magento module posts to the old path: no shipping_cost (2 × 36 − 10 discount + 5.52 tax). */
+const LEGACY_ORDER_EXAMPLE = {
+  order_id: '000000123',
+  customer_id: 'magento_user_42',
+  time_of_purchase: '2024-02-22T14:03:11+00:00',
+  customer_email: 'roni_cost@example.com',
+  customer_name: 'Veronica Costello',
+  discount_amount: 10,
+  tax: 5.52,
+  currency: 'USD',
+  purchase_total: 67.52,
+  products: [{ id: '2041', name: 'Driven Backpack', quantity: 2, price: 36 }],
+  order_tags: ['MAGENTO'],
+};
 export const Order = Type.Object(orderProperties, { ...orderOptions, examples: [ORDER_EXAMPLE] });
 export type Order = Static<typeof Order>;
 
 /** An order on the old path (`POST /v1/orders`), whose clients leave shipping_cost out: it is then 0. */
 export const LegacyOrder = Type.Object(
   { ...orderProperties, shipping_cost: Type.Optional(orderProperties.shipping_cost) },
-  { ...orderOptions, examples: [ORDER_EXAMPLE] },
+  { ...orderOptions, examples: [LEGACY_ORDER_EXAMPLE] },
 );
 /** An order as either path takes it. */
 export type OrderAsSent = Static<typeof LegacyOrder>;
 
-const batchOf = <T extends TSchema>(order: T) =>
+const batchOf = <T extends TSchema>(order: T, example: object) =>
   Type.Array(order, {
     minItems: 1,
     maxItems: MAX_ORDERS_PER_REQUEST,
@@ -141,10 +174,11 @@ const batchOf = <T extends TSchema>(order: T) =>
       maxItems: `At most ${MAX_ORDERS_PER_REQUEST} orders per request: split the batch`,
       'x-unique-by': 'Duplicate order_id in this batch: each order may appear once',
     },
+    examples: [[example]],
   });
 
-export const OrderBatch = batchOf(Order);
-export const LegacyOrderBatch = batchOf(LegacyOrder);
+export const OrderBatch = batchOf(Order, ORDER_EXAMPLE);
+export const LegacyOrderBatch = batchOf(LegacyOrder, LEGACY_ORDER_EXAMPLE);
 
 /** Fields a patch cannot change: an order's lines are changed by sending the whole order again. */
 const UNPATCHABLE_FIELDS = ['products', 'refunds'] as const;
@@ -181,15 +215,17 @@ function patchField(name: string, field: TSchema & { type?: string }): TSchema {
   return Type.Optional(Type.Unsafe({ ...field, type: [field.type, 'null'] }));
 }
 
+/** A gift now, and the name cleared. */
+const PATCH_EXAMPLE = { order_id: '1001', order_tags: ['gift'], customer_name: null };
 export const OrderPatch = Type.Object(
   Object.fromEntries(Object.entries(orderProperties).map(([name, field]) => [name, patchField(name, field)])),
   {
     ...orderOptions,
     description: 'The fields of an existing order to change; those left out keep their values, null clears one.',
-    examples: [{ order_id: '1001', customer_email: null, order_tags: ['wholesale'] }],
+    examples: [PATCH_EXAMPLE],
   },
 );
-export const OrderPatchBatch = batchOf(OrderPatch);
+export const OrderPatchBatch = batchOf(OrderPatch, PATCH_EXAMPLE);
 
 export const Warning = Type.Object({
   order_id: Type.String(),
@@ -198,21 +234,29 @@ export const Warning = Type.Object({
 });
 export type Warning = Static<typeof Warning>;
 
-export const UpsertResult = Type.Object({
-  message: Type.String(),
-  inserted: Type.Integer({ description: 'Orders that were new.' }),
-  updated: Type.Integer({ description: 'Orders that existed and were replaced.' }),
-  warnings: Type.Array(Warning, { description: 'Advice the specification gives as "should"; the orders were stored.' }),
-  request_id: Type.String({ format: 'uuid' }),
-});
+export const UpsertResult = Type.Object(
+  {
+    message: Type.String(),
+    inserted: Type.Integer({ description: 'Orders that were new.' }),
+    updated: Type.Integer({ description: 'Orders that existed and were replaced.' }),
+    warnings: Type.Array(Warning, { description: 'Advice the specification gives as "should"; the orders were stored.' }),
+    request_id: Type.String({ format: 'uuid' }),
+  },
+  { examples: [{ message: 'Upserted 1 order', inserted: 1, updated: 0, warnings: [], request_id: '839e9201-7156-441e-8f07-05852dffaba4' }] },
+);
 
-export const PatchResult = Type.Object({
-  message: Type.String(),
-  updated: Type.Integer({ description: 'Orders changed: every order of the request.' }),
-  warnings: UpsertResult.properties.warnings,
-  request_id: Type.String({ format: 'uuid' }),
-});
+export const PatchResult = Type.Object(
+  {
+    message: Type.String(),
+    updated: Type.Integer({ description: 'Orders changed: every order of the request.' }),
+    warnings: UpsertResult.properties.warnings,
+    request_id: Type.String({ format: 'uuid' }),
+  },
+  { examples: [{ message: 'Updated 1 order', updated: 1, warnings: [], request_id: '6af41118-29f2-4108-9cf2-d21cfd1b92da' }] },
+);
 
+/** The order's id in the shop's ERP, beside the Shopify id its upsert gave. */
+const ALIAS_EXAMPLE = { order_id: '1001', type: 'custom:erp', id: 'E-88' };
 export const AliasRequest = Type.Object(
   {
     aliases: Type.Array(
@@ -220,15 +264,18 @@ export const AliasRequest = Type.Object(
       { minItems: 1, maxItems: MAX_ALIASES_PER_REQUEST },
     ),
   },
-  { additionalProperties: false, examples: [{ aliases: [{ order_id: '1001', type: 'shopify_id', id: '5550001001' }] }] },
+  { additionalProperties: false, examples: [{ aliases: [ALIAS_EXAMPLE] }] },
 );
 
-export const AliasResult = Type.Object({
-  message: Type.String(),
-  added: Type.Integer({ description: 'Aliases attached by this request.' }),
-  ignored: Type.Integer({ description: 'Aliases that were attached already.' }),
-  request_id: Type.String({ format: 'uuid' }),
-});
+export const AliasResult = Type.Object(
+  {
+    message: Type.String(),
+    added: Type.Integer({ description: 'Aliases attached by this request.' }),
+    ignored: Type.Integer({ description: 'Aliases that were attached already.' }),
+    request_id: Type.String({ format: 'uuid' }),
+  },
+  { examples: [{ message: 'Added 1 alias', added: 1, ignored: 0, request_id: '49f8caaa-8dda-465e-8362-ee37ff0c0071' }] },
+);
 
 export const OrderListQuery = Type.Object(
   {
@@ -246,4 +293,24 @@ export const StoredOrder = Type.Object({
   updated_at: Type.String({ format: 'date-time' }),
 });
 
-export const OrderPage = pageOf(StoredOrder);
+/** The order of the examples, as read back after its upsert, patch and aliases. */
+const { customer_name: _cleared, alternate_order_ids: _sent, ...STORED_ORDER_EXAMPLE } = ORDER_EXAMPLE;
+export const OrderPage = pageOf(StoredOrder, {
+  examples: [
+    {
+      data: [
+        {
+          ...STORED_ORDER_EXAMPLE,
+          order_tags: PATCH_EXAMPLE.order_tags,
+          alternate_order_ids: [...ORDER_EXAMPLE.alternate_order_ids, { type: ALIAS_EXAMPLE.type, id: ALIAS_EXAMPLE.id }],
+          created_at: '2024-03-08T09:24:02.114Z',
+          updated_at: '2024-03-09T15:10:44.502Z',
+        },
+      ],
+      page: 1,
+      page_size: 100,
+      total_pages: 1,
+      total_count: 1,
+    },
+  ],
+});
