@@ -30,6 +30,8 @@ export interface SpendCollection {
    * rely on that.
    */
   listNeedsAccount: boolean;
+  /** The API reference's examples: a period, and a range a list query names. */
+  example: { period: string; range: readonly [string, string] };
 }
 
 export const hourly: SpendCollection = {
@@ -48,6 +50,7 @@ export const hourly: SpendCollection = {
   periodValue: instantOf,
   periodsOfDay: (date) => [`${date}T00:00:00Z`, `${date}T23:00:00Z`],
   listNeedsAccount: true,
+  example: { period: '2024-03-08T09:00:00Z', range: ['2024-03-08T00:00:00Z', '2024-03-08T23:00:00Z'] },
 };
 
 export const daily: SpendCollection = {
@@ -63,4 +66,5 @@ export const daily: SpendCollection = {
   periodValue: (date) => date,
   periodsOfDay: (date) => [date, date],
   listNeedsAccount: false,
+  example: { period: '2024-03-08', range: ['2024-03-01', '2024-03-31'] },
 };

@@ -58,7 +58,10 @@ export function spendKey(collection: SpendCollection, record: Readonly<Record<st
 export function spendSchemas(collection: SpendCollection) {
   const time = { [collection.timeField]: collection.timeSchema } as Record<string, TSchema>;
 
-  const example = { [collection.timeField]: collection.timeField === 'date' ? '2024-03-08' : '2024-03-08T09:00:00Z', platform_account_id: 'act_1', campaign_id: 'c-1' };
+  // The examples of the API reference: one record of the Spring sale campaign, in either collection.
+  const exampleKey = { [collection.timeField]: collection.example.period, platform_account_id: 'act_1', campaign_id: 'spring' };
+  const exampleRecord = { ...exampleKey, platform_name: 'meta', campaign_name: 'Spring sale', spend: 12.5, spend_currency: 'USD', impressions: 1200, clicks: 31 };
+  const exampleStored = { ...exampleRecord, adset_id: '', adset_name: '', ad_id: '', ad_name: '', created_at: '2024-03-09T06:00:02.000Z', updated_at: '2024-03-09T06:00:02.000Z' };
   const SpendRecord = Type.Object(
     {
       ...time,
@@ -75,7 +78,7 @@ export function spendSchemas(collection: SpendCollection) {
       impressions: Type.Optional(Measure('Impressions.', { default: 0 })),
       clicks: Type.Optional(Measure('Clicks.', { default: 0 })),
     },
-    { additionalProperties: false, examples: [{ ...example, platform_name: 'meta', campaign_name: 'Spring sale', spend: 12.5, spend_currency: 'USD', impressions: 1200, clicks: 31 }] },
+    { additionalProperties: false, examples: [exampleRecord] },
   );
 
   const number = Type.Number({ minimum: 0 });
@@ -92,13 +95,13 @@ export function spendSchemas(collection: SpendCollection) {
 
   const UpsertBody = Type.Object(
     { data: Type.Array(SpendRecord, { minItems: 1, maxItems: MAX_RECORDS_PER_REQUEST }) },
-    { additionalProperties: false },
+    { additionalProperties: false, examples: [{ data: [exampleRecord] }] },
   );
 
   const { platform_name: _matchesEveryPlatform, ...deleteIdentity } = identity;
   const DeleteBody = Type.Object(
     { data: Type.Object({ ...time, ...deleteIdentity }, { additionalProperties: false }) },
-    { additionalProperties: false, examples: [{ data: { ...example, adset_id: '', ad_id: '' } }] },
+    { additionalProperties: false, examples: [{ data: { ...exampleKey, adset_id: '', ad_id: '' } }] },
   );
 
   const [rangeStart, rangeEnd] = collection.rangeParams;
@@ -110,9 +113,9 @@ export function spendSchemas(collection: SpendCollection) {
     {
       platform_account_id: collection.listNeedsAccount ? account : Type.Optional(account),
       date: Type.Optional(Type.String({ format: 'date', description: `One UTC day, instead of ${rangeStart} and ${rangeEnd}.` })),
-      [rangeStart]: Type.Optional(collection.rangeSchema),
-      [rangeEnd]: Type.Optional(collection.rangeSchema),
-      campaign_id: Type.Optional(Type.String()),
+      [rangeStart]: Type.Optional({ ...collection.rangeSchema, examples: [collection.example.range[0]] }),
+      [rangeEnd]: Type.Optional({ ...collection.rangeSchema, examples: [collection.example.range[1]] }),
+      campaign_id: Type.Optional(Type.String({ examples: [exampleKey.campaign_id] })),
       adset_id: Type.Optional(Type.String()),
       ad_id: Type.Optional(Type.String()),
       ...PageQuery.properties,
@@ -126,14 +129,17 @@ export function spendSchemas(collection: SpendCollection) {
     UpsertBody,
     DeleteBody,
     ListQuery,
-    RecordList: Type.Object({ data: Type.Array(StoredRecord) }),
-    UpsertResult: Type.Object({
-      data: Type.Array(StoredRecord, { description: 'The records as stored, in request order.' }),
-      warnings: Type.Optional(
-        Type.Array(Warning, { description: 'Only when there are any: measures with more decimal places than are stored, each stored rounded; the records were stored.' }),
-      ),
-    }),
-    RecordPage: pageOf(StoredRecord),
+    RecordList: Type.Object({ data: Type.Array(StoredRecord) }, { examples: [{ data: [exampleStored] }] }),
+    UpsertResult: Type.Object(
+      {
+        data: Type.Array(StoredRecord, { description: 'The records as stored, in request order.' }),
+        warnings: Type.Optional(
+          Type.Array(Warning, { description: 'Only when there are any: measures with more decimal places than are stored, each stored rounded; the records were stored.' }),
+        ),
+      },
+      { examples: [{ data: [exampleStored] }] },
+    ),
+    RecordPage: pageOf(StoredRecord, { examples: [{ data: [exampleStored], page: 1, page_size: 100, total_pages: 1, total_count: 1 }] }),
   };
 }
 
