@@ -15,21 +15,23 @@ const Window = Type.Optional(
     default: String(DEFAULT_WINDOW),
     description: `Days of 24 hours, or ${UNLIMITED} for no lookback limit.`,
     'x-messages': { enum: `Must be one of ${WINDOW_NAMES.join(', ')}` },
+    examples: ['30'],
   }),
 );
-const PeriodFrom = (fallback: string) =>
+/** period_from, with an example where the operation's example asks a data-driven model. */
+const PeriodFrom = (fallback: string, example?: string) =>
   Type.Optional(
     Type.String({
       format: 'date',
       description: `markov and shapley: the first day (in the client's time zone) of the period whose credits are asked; they learn from the client's training_days before it. Default: ${fallback}.`,
-      examples: ['2026-03-01'],
+      ...(example && { examples: [example] }),
     }),
   );
 
 export const ExplanationQuery = Type.Object(
   {
     model: Type.Optional(
-      Type.String({ enum: MODEL_IDS, default: DEFAULT_MODEL, 'x-messages': { enum: `Must be one of ${MODEL_IDS.join(', ')}` } }),
+      Type.String({ enum: MODEL_IDS, default: DEFAULT_MODEL, 'x-messages': { enum: `Must be one of ${MODEL_IDS.join(', ')}` }, examples: ['linear'] }),
     ),
     window: Window,
     period_from: PeriodFrom('the day of the purchase'),
@@ -45,42 +47,62 @@ const FewConversions = Type.Union([Type.String(), Type.Null()], {
   description: `Said when fewer than ${FEW_CONVERSIONS} orders of the training period had a path: the weights may be chance.`,
 });
 
-export const Explanation = Type.Object({
-  order_id: Type.String(),
-  customer_id: Type.String(),
-  time_of_purchase: Type.String({ format: 'date-time', description: 'In UTC.' }),
-  purchase_total: Type.Number(),
-  currency: Type.String(),
-  first_time: Type.Boolean({ description: "Whether this is the customer's first order ever (ties by time_of_purchase, then order_id)." }),
-  model: Type.String(),
-  window: Type.Union([Type.Integer(), Type.Literal(UNLIMITED)], { description: `Days, or ${UNLIMITED}.` }),
-  unattributed: Type.Boolean({ description: 'The path is empty: the whole order is credited to unattributed.' }),
-  touchpoints: Type.Array(
-    Type.Object({
-      touchpoint_id: Type.String(),
-      occurred_at: Type.String({ format: 'date-time', description: 'In UTC.' }),
-      type: Type.String(),
-      channel: Type.String(),
-      platform_name: Type.String(),
-      campaign_id: Type.String(),
-      adset_id: Type.String(),
-      ad_id: Type.String(),
-      credit: Type.Number({ description: 'Its share of the order, exact to 9 decimal places; the credits of an order add up to exactly 1.' }),
-      revenue: Type.Number({ description: 'credit × purchase_total, rounded to 6 decimal places.' }),
-      state: Type.Optional(Type.String({ description: 'markov and shapley: its channel grouping, the state the model weighs.' })),
-      channel_weight: Type.Optional(
-        Type.Number({ description: "markov and shapley: the weight its state learnt (the largest 1). The path's credit is shared among its states by these weights, equally among a state's touchpoints." }),
-      ),
-    }),
-    { description: 'The path, by occurred_at then touchpoint_id.' },
-  ),
-  learnt: Type.Optional(
-    Type.Object(
-      { training: TrainingPeriod, computed_at: Type.String({ format: 'date-time' }), channel_grouping: Type.String(), warning: FewConversions },
-      { description: 'markov and shapley: what their weights were learnt from (GET /v1/attribution/models/{model_id} shows them whole).' },
+/** The explanation of the order of the examples (src/orders/schema.ts) under the linear model: its two visits (src/touchpoints/schema.ts), half each. */
+const EXPLANATION_EXAMPLE = {
+  order_id: '1001',
+  customer_id: 'cust-9',
+  time_of_purchase: '2024-03-08T09:23:45.000Z',
+  purchase_total: 99.99,
+  currency: 'USD',
+  first_time: true,
+  model: 'linear',
+  window: 30,
+  unattributed: false,
+  touchpoints: [
+    { touchpoint_id: 'tp-1', occurred_at: '2024-03-06T14:02:00.000Z', type: 'visit', channel: 'paid', platform_name: 'meta', campaign_id: 'spring', adset_id: '', ad_id: '', credit: 0.5, revenue: 49.995 },
+    { touchpoint_id: 'tp-2', occurred_at: '2024-03-08T09:12:00.000Z', type: 'visit', channel: 'organic_search', platform_name: '', campaign_id: '', adset_id: '', ad_id: '', credit: 0.5, revenue: 49.995 },
+  ],
+};
+
+export const Explanation = Type.Object(
+  {
+    order_id: Type.String(),
+    customer_id: Type.String(),
+    time_of_purchase: Type.String({ format: 'date-time', description: 'In UTC.' }),
+    purchase_total: Type.Number(),
+    currency: Type.String(),
+    first_time: Type.Boolean({ description: "Whether this is the customer's first order ever (ties by time_of_purchase, then order_id)." }),
+    model: Type.String(),
+    window: Type.Union([Type.Integer(), Type.Literal(UNLIMITED)], { description: `Days, or ${UNLIMITED}.` }),
+    unattributed: Type.Boolean({ description: 'The path is empty: the whole order is credited to unattributed.' }),
+    touchpoints: Type.Array(
+      Type.Object({
+        touchpoint_id: Type.String(),
+        occurred_at: Type.String({ format: 'date-time', description: 'In UTC.' }),
+        type: Type.String(),
+        channel: Type.String(),
+        platform_name: Type.String(),
+        campaign_id: Type.String(),
+        adset_id: Type.String(),
+        ad_id: Type.String(),
+        credit: Type.Number({ description: 'Its share of the order, exact to 9 decimal places; the credits of an order add up to exactly 1.' }),
+        revenue: Type.Number({ description: 'credit × purchase_total, rounded to 6 decimal places.' }),
+        state: Type.Optional(Type.String({ description: 'markov and shapley: its channel grouping, the state the model weighs.' })),
+        channel_weight: Type.Optional(
+          Type.Number({ description: "markov and shapley: the weight its state learnt (the largest 1). The path's credit is shared among its states by these weights, equally among a state's touchpoints." }),
+        ),
+      }),
+      { description: 'The path, by occurred_at then touchpoint_id.' },
     ),
-  ),
-});
+    learnt: Type.Optional(
+      Type.Object(
+        { training: TrainingPeriod, computed_at: Type.String({ format: 'date-time' }), channel_grouping: Type.String(), warning: FewConversions },
+        { description: 'markov and shapley: what their weights were learnt from (GET /v1/attribution/models/{model_id} shows them whole).' },
+      ),
+    ),
+  },
+  { examples: [EXPLANATION_EXAMPLE] },
+);
 
 const LearntModel = Type.Object({
   model: Type.String(),
@@ -115,7 +137,13 @@ const LearntModel = Type.Object({
   warning: FewConversions,
 });
 
-export const AttributionModelQuery = Type.Object({ window: Window, period_from: PeriodFrom("today's") }, { additionalProperties: false });
+export const AttributionModelQuery = Type.Object({ window: Window, period_from: PeriodFrom("today's", '2024-03-01') }, { additionalProperties: false });
+
+/** A model as the API shows it, without what it learnt. */
+const described = (id: ModelId) => {
+  const { name, definition } = MODELS.find((model) => model.id === id)!;
+  return { id, name, definition, data_driven: isDataDriven(id) };
+};
 
 export const AttributionModel = Type.Object(
   {
@@ -130,24 +158,28 @@ export const AttributionModel = Type.Object(
   {
     examples: [
       {
-        id: 'markov',
-        name: 'Data-driven (Markov chain)',
-        definition: 'Learnt from the client\'s paths, converting and not: …',
-        data_driven: true,
+        ...described('markov'),
+        // Learnt for a period from 2024-03-01 in the client's zone (America/New_York), over the 90 days before it.
         learnt: {
           model: 'markov',
           window: 30,
           channel_grouping: 'platform',
           markov_order: 1,
-          training: { from: '2025-12-01T00:00:00.000Z', before: '2026-03-01T00:00:00.000Z' },
-          computed_at: '2026-03-05T09:12:40.118Z',
+          training: { from: '2023-12-02T05:00:00.000Z', before: '2024-03-01T05:00:00.000Z' },
+          computed_at: '2024-03-05T14:12:40.118Z',
           paths: { converting: 4210, not_converting: 88512 },
-          conversion_probability: 0.045398,
+          conversion_probability: 0.045405,
           channels: [
             { channel: 'google', removal_effect: 0.61, weight: 1 },
             { channel: 'meta', removal_effect: 0.366, weight: 0.6 },
+            { channel: 'organic_search', removal_effect: 0.183, weight: 0.3 },
           ],
-          transitions: [{ from: START, to: 'meta', count: 51230, probability: 0.5557 }],
+          // The first of every transition seen: those from (start).
+          transitions: [
+            { from: START, to: 'meta', count: 51230, probability: 0.552512 },
+            { from: START, to: 'google', count: 29870, probability: 0.322146 },
+            { from: START, to: 'organic_search', count: 11622, probability: 0.125342 },
+          ],
           warning: null,
         },
       },
@@ -182,18 +214,13 @@ export const attributionRoutes: FastifyPluginAsyncTypebox = async (app) => {
 
 /** The attribution models, and what the data-driven ones learnt: GET /v1/attribution/models[/{model_id}]. */
 export const attributionModelRoutes: FastifyPluginAsyncTypebox = async (app) => {
-  const described = (id: ModelId) => {
-    const { name, definition } = MODELS.find((model) => model.id === id)!;
-    return { id, name, definition, data_driven: isDataDriven(id) };
-  };
-
   app.get(
     '/models',
     {
       schema: {
         summary: 'List the attribution models',
         description: 'Every model an export, report or explanation takes, with its definition.',
-        response: { 200: Type.Object({ models: Type.Array(AttributionModel) }), 401: ErrorEnvelope },
+        response: { 200: Type.Object({ models: Type.Array(AttributionModel) }, { examples: [{ models: MODEL_IDS.map(described) }] }), 401: ErrorEnvelope },
       },
     },
     async () => ({ models: MODEL_IDS.map(described) }),

@@ -36,7 +36,27 @@ export const CollectBody = Type.Object(
     client_id: Type.String({ format: 'uuid', description: 'The client id of the script tag.' }),
     events: Type.Array(CollectEvent, { minItems: 1, maxItems: MAX_COLLECT_EVENTS }),
   },
-  { additionalProperties: false },
+  {
+    additionalProperties: false,
+    // A visit from an ad, a login and a purchase, as /pixel.js sends them: the visitor's id and the events' are made in the browser.
+    examples: [
+      {
+        client_id: '5f0c2a3e-8d1b-4c7a-9e2f-1a2b3c4d5e6f',
+        events: [
+          {
+            event_id: '8d3f5a2e-0b7c-4e61-9f14-3a6d2c8b7e01',
+            type: 'page',
+            occurred_at: '2024-03-08T09:12:00.000Z',
+            visitor_id: 'b5c2e0d4-7a61-4f0e-9d3b-2c8e1f6a4b90',
+            url: 'https://shop.example/?utm_source=meta&utm_medium=cpc&utm_campaign=spring&fbclid=IwAR0',
+            referrer: 'https://www.facebook.com/',
+          },
+          { event_id: '91aa6c3d-5e2f-4b8a-8c07-1d4e9f2a6b35', type: 'identify', occurred_at: '2024-03-08T09:14:00.000Z', visitor_id: 'b5c2e0d4-7a61-4f0e-9d3b-2c8e1f6a4b90', customer_id: 'cust-9' },
+          { event_id: 'a07e2b9c-3d41-4f6e-b5a8-7c0d1e2f3a4b', type: 'purchase', occurred_at: '2024-03-08T09:23:45.000Z', visitor_id: 'b5c2e0d4-7a61-4f0e-9d3b-2c8e1f6a4b90', order_id: '1001' },
+        ],
+      },
+    ],
+  },
 );
 export type CollectBody = Static<typeof CollectBody>;
 
@@ -113,23 +133,40 @@ export const SegmentPayload = Type.Object(
     'x-required-any': ['type', 'batch'],
     'x-messages': { 'x-required-any': 'Send one event (with its type) or {"batch": [events]}' },
     description: 'One Segment-spec event, or {"batch": [...]} of them, as the Segment and RudderStack HTTP APIs and webhook destinations send them.',
+    // A page, an identify and the purchase of order 1001 (src/orders/schema.ts), and an event that is not read.
     examples: [
       {
-        type: 'page',
-        messageId: 'ajs-next-1699891200000-4c2a',
-        anonymousId: '507f191e810c19729de860ea',
-        timestamp: '2026-11-22T14:03:11.000Z',
-        context: { campaign: { source: 'meta', medium: 'cpc', name: 'spring' }, page: { url: 'https://shop.example/?utm_source=meta', referrer: '' } },
+        batch: [
+          {
+            type: 'page',
+            messageId: 'ajs-next-1709889120000-4c2a',
+            anonymousId: 'anon-42',
+            timestamp: '2024-03-08T09:12:00.000Z',
+            context: {
+              page: { url: 'https://shop.example/?utm_source=meta&utm_medium=cpc&utm_campaign=spring&fbclid=IwAR0', referrer: 'https://l.facebook.com/' },
+              campaign: { source: 'meta', medium: 'cpc', name: 'spring' },
+            },
+          },
+          { type: 'identify', messageId: 'ajs-next-1709889240000-7d1e', anonymousId: 'anon-42', userId: 'cust-9', traits: { plan: 'pro' } },
+          { type: 'track', event: 'Order Completed', messageId: 'ajs-next-1709889825000-1f9b', anonymousId: 'anon-42', properties: { order_id: '1001', revenue: 99.99, currency: 'USD' } },
+          { type: 'track', event: 'Product Viewed', messageId: 'ajs-next-1709889060000-0a3c', anonymousId: 'anon-42', properties: { product_id: 'shirt' } },
+        ],
       },
     ],
   },
 );
 export type SegmentPayload = Static<typeof SegmentPayload>;
 
-export const SegmentResult = Type.Object({
-  message: Type.String(),
-  touchpoints: Type.Integer({ description: 'Page events stored as visit touchpoints (inserted or replaced).' }),
-  links: Type.Integer({ description: 'Visitors linked to a customer (identify) or an order (Order Completed).' }),
-  ignored: Type.Integer({ description: 'Events of other types or names, or without the ids they need, accepted and not stored.' }),
-  request_id: Type.String({ format: 'uuid' }),
-});
+export const SegmentResult = Type.Object(
+  {
+    message: Type.String(),
+    touchpoints: Type.Integer({ description: 'Page events stored as visit touchpoints (inserted or replaced).' }),
+    links: Type.Integer({ description: 'Visitors linked to a customer (identify) or an order (Order Completed).' }),
+    ignored: Type.Integer({ description: 'Events of other types or names, or without the ids they need, accepted and not stored.' }),
+    request_id: Type.String({ format: 'uuid' }),
+  },
+  {
+    // One link: the identify and the Order Completed link the same visitor, and the later one holds.
+    examples: [{ message: 'Stored 1 touchpoint and 1 link; ignored 1 event', touchpoints: 1, links: 1, ignored: 1, request_id: '6ac39e97-93a4-4f34-925c-335ce3845e0e' }],
+  },
+);

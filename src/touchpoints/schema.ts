@@ -29,6 +29,24 @@ const adProperties = {
 
 export const TouchpointType = Type.Union([Type.Literal('visit'), Type.Literal('view')]);
 
+/**
+ * The visits of the API reference's examples: a paid one of the Spring sale campaign, then one
+ * from Google search, by the visitor who placed order 1001 (src/orders/schema.ts) on 2024-03-08.
+ */
+const PAID_VISIT = {
+  touchpoint_id: 'tp-1',
+  occurred_at: '2024-03-06T14:02:00Z',
+  visitor_id: 'anon-42',
+  landing_url: 'https://shop.example/?utm_source=meta&utm_medium=paid_social&utm_campaign=spring&fbclid=IwAR0',
+};
+const SEARCH_VISIT = {
+  touchpoint_id: 'tp-2',
+  occurred_at: '2024-03-08T10:12:00+01:00',
+  visitor_id: 'anon-42',
+  landing_url: 'https://shop.example/products/shirt',
+  referrer: 'https://www.google.com/',
+};
+
 export const Touchpoint = Type.Object(
   {
     touchpoint_id: Identifier('Unique per client: sending it again replaces the touchpoint.'),
@@ -53,9 +71,7 @@ export const Touchpoint = Type.Object(
     additionalProperties: false,
     'x-required-any': ['visitor_id', 'customer_id'],
     'x-messages': { 'x-required-any': 'Give visitor_id or customer_id, or both' },
-    examples: [
-      { touchpoint_id: 't-1', occurred_at: '2024-03-08T08:00:00Z', visitor_id: 'v-9', landing_url: 'https://shop.example/?utm_source=meta&utm_campaign=spring' },
-    ],
+    examples: [PAID_VISIT],
   },
 );
 
@@ -68,23 +84,26 @@ export const TouchpointBatch = Type.Object(
       'x-messages': { 'x-unique-by': 'Duplicate touchpoint_id in this request: each touchpoint may appear once' },
     }),
   },
-  { additionalProperties: false },
+  { additionalProperties: false, examples: [{ data: [PAID_VISIT, SEARCH_VISIT] }] },
 );
 export type TouchpointBatch = Static<typeof TouchpointBatch>;
 
-export const UpsertResult = Type.Object({
-  message: Type.String(),
-  inserted: Type.Integer({ description: 'Touchpoints that were new.' }),
-  updated: Type.Integer({ description: 'Touchpoints that existed and were replaced.' }),
-  request_id: Type.String({ format: 'uuid' }),
-});
+export const UpsertResult = Type.Object(
+  {
+    message: Type.String(),
+    inserted: Type.Integer({ description: 'Touchpoints that were new.' }),
+    updated: Type.Integer({ description: 'Touchpoints that existed and were replaced.' }),
+    request_id: Type.String({ format: 'uuid' }),
+  },
+  { examples: [{ message: 'Upserted 2 touchpoints', inserted: 2, updated: 0, request_id: '691555bb-7e97-4ff3-a36f-e4c1df93e677' }] },
+);
 
 export const TouchpointListQuery = Type.Object(
   {
-    visitor_id: Type.Optional(Type.String({ ...Identifier("The visitor's touchpoints."), examples: ['v-9'] })),
+    visitor_id: Type.Optional(Type.String({ ...Identifier("The visitor's touchpoints."), examples: [PAID_VISIT.visitor_id] })),
     customer_id: Type.Optional(NonEmptyString("The customer's touchpoints: its own, and those of the visitors linked to it.")),
-    start: Type.Optional(DateTime('Earliest occurred_at, inclusive.')),
-    end: Type.Optional(DateTime('Latest occurred_at, inclusive.')),
+    start: Type.Optional(Type.String({ ...DateTime('Earliest occurred_at, inclusive.'), examples: ['2024-03-01T00:00:00Z'] })),
+    end: Type.Optional(Type.String({ ...DateTime('Latest occurred_at, inclusive.'), examples: ['2024-03-31T23:59:59Z'] })),
     ...PageQuery.properties,
   },
   { additionalProperties: false },
@@ -110,8 +129,68 @@ export const StoredTouchpoint = Type.Object({
   updated_at: Type.String({ format: 'date-time', description: 'Last write of this touchpoint_id.' }),
 });
 
-export const TouchpointPage = pageOf(StoredTouchpoint);
+/** The visits of the examples as stored: UTMs read from the URL, fields derived, linked to the customer of order 1001. */
+const STORED_VISIT = {
+  type: 'visit',
+  visitor_id: 'anon-42',
+  customer_id: null,
+  linked_customer_id: 'cust-9',
+  platform_account_id: '',
+  adset_id: '',
+  ad_id: '',
+  created_at: '2024-03-08T09:30:05.208Z',
+  updated_at: '2024-03-08T09:30:05.208Z',
+};
+export const TouchpointPage = pageOf(StoredTouchpoint, {
+  examples: [
+    {
+      data: [
+        {
+          ...STORED_VISIT,
+          touchpoint_id: 'tp-1',
+          occurred_at: '2024-03-06T14:02:00.000Z',
+          landing_url: 'https://shop.example/?utm_source=meta&utm_medium=paid_social&utm_campaign=spring&fbclid=IwAR0',
+          referrer: null,
+          utm_source: 'meta',
+          utm_medium: 'paid_social',
+          utm_campaign: 'spring',
+          utm_term: null,
+          utm_content: null,
+          click_ids: { fbclid: 'IwAR0' },
+          platform_name: 'meta',
+          campaign_id: 'spring',
+          channel: 'paid',
+        },
+        {
+          ...STORED_VISIT,
+          touchpoint_id: 'tp-2',
+          occurred_at: '2024-03-08T09:12:00.000Z',
+          landing_url: 'https://shop.example/products/shirt',
+          referrer: 'https://www.google.com/',
+          utm_source: null,
+          utm_medium: null,
+          utm_campaign: null,
+          utm_term: null,
+          utm_content: null,
+          click_ids: {},
+          platform_name: '',
+          campaign_id: '',
+          channel: 'organic_search',
+        },
+      ],
+      page: 1,
+      page_size: 100,
+      total_pages: 1,
+      total_count: 2,
+    },
+  ],
+});
 
+/** The visitor of the examples placed order 1001; another browser of its customer logged in. */
+const IDENTITY_EXAMPLES = [
+  { visitor_id: PAID_VISIT.visitor_id, order_id: '1001' },
+  { visitor_id: 'anon-7', customer_id: 'cust-9' },
+];
 export const Identity = Type.Object(
   {
     visitor_id: Identifier('The anonymous visitor.'),
@@ -123,7 +202,7 @@ export const Identity = Type.Object(
     'x-required-any': ['customer_id', 'order_id'],
     'x-exclusive': [['customer_id', 'order_id']],
     'x-messages': { 'x-required-any': 'Give customer_id or order_id' },
-    examples: [{ visitor_id: 'v-9', customer_id: 'c-42' }],
+    examples: [IDENTITY_EXAMPLES[0]],
   },
 );
 
@@ -136,12 +215,15 @@ export const IdentityBatch = Type.Object(
       'x-messages': { 'x-unique-by': 'Duplicate visitor_id in this request: a visitor is linked to one customer' },
     }),
   },
-  { additionalProperties: false },
+  { additionalProperties: false, examples: [{ data: IDENTITY_EXAMPLES }] },
 );
 export type IdentityBatch = Static<typeof IdentityBatch>;
 
-export const LinkResult = Type.Object({
-  message: Type.String(),
-  linked: Type.Integer({ description: 'Visitors linked by this request (each replacing any earlier link of the visitor).' }),
-  request_id: Type.String({ format: 'uuid' }),
-});
+export const LinkResult = Type.Object(
+  {
+    message: Type.String(),
+    linked: Type.Integer({ description: 'Visitors linked by this request (each replacing any earlier link of the visitor).' }),
+    request_id: Type.String({ format: 'uuid' }),
+  },
+  { examples: [{ message: 'Linked 2 visitors', linked: 2, request_id: '55785a0d-8c67-4168-a2ca-f10db2cfc52d' }] },
+);
