@@ -10,7 +10,9 @@ import type { ClientRepository } from './repository.js';
 import { ClientName } from './schema.js';
 import { CHANNEL_GROUPINGS, DEFAULT_TRAINING_DAYS, MARKOV_ORDERS, MAX_TRAINING_DAYS, type LearningSettings } from '../attribution/index.js';
 
-const ClientId = Type.String({ format: 'uuid', examples: ['5f0c2a3e-8d1b-4c7a-9e2f-1a2b3c4d5e6f'] });
+const CLIENT_ID_EXAMPLE = '5f0c2a3e-8d1b-4c7a-9e2f-1a2b3c4d5e6f';
+const KEY_ID_EXAMPLE = '0d9e8f7a-6b5c-4d3e-8f2a-1b0c9d8e7f6a';
+const ClientId = Type.String({ format: 'uuid', examples: [CLIENT_ID_EXAMPLE] });
 const TimeZone = Type.String({ minLength: 1, description: 'IANA time zone of the client\'s exports, such as Europe/Berlin. Default UTC.' });
 /** Bounds of a source mapping: far past the sources a shop tags its links with. */
 export const SOURCE_MAPPING_LIMITS = { entries: 100, length: 64 };
@@ -61,17 +63,35 @@ const MarkovOrder = Type.Unsafe<LearningSettings['markov_order']>({
 });
 const ClientParams = Type.Object({ client_id: ClientId });
 const clientNotFound = () => new ApiError(404, 'Client not found');
-const ClientView = Type.Object({
-  client_id: ClientId,
-  name: Type.String(),
-  time_zone: Type.String(),
-  created_at: Type.String({ format: 'date-time' }),
-  source_platforms: Type.Record(Type.String(), Type.String()),
-  collect_origins: Type.Array(Type.String()),
-  channel_grouping: ChannelGrouping,
-  training_days: TrainingDays,
-  markov_order: MarkovOrder,
-});
+/** The client of the examples, once its time zone and source mapping are set (the example of PATCH). */
+const CLIENT_PATCH_EXAMPLE = { time_zone: 'America/New_York', source_platforms: { fb: 'meta', ig: 'meta' } };
+const ClientView = Type.Object(
+  {
+    client_id: ClientId,
+    name: Type.String(),
+    time_zone: Type.String(),
+    created_at: Type.String({ format: 'date-time' }),
+    source_platforms: Type.Record(Type.String(), Type.String()),
+    collect_origins: Type.Array(Type.String()),
+    channel_grouping: ChannelGrouping,
+    training_days: TrainingDays,
+    markov_order: MarkovOrder,
+  },
+  {
+    examples: [
+      {
+        client_id: CLIENT_ID_EXAMPLE,
+        name: 'Acme',
+        ...CLIENT_PATCH_EXAMPLE,
+        created_at: '2024-02-01T10:00:00.000Z',
+        collect_origins: [],
+        channel_grouping: 'platform',
+        training_days: 90,
+        markov_order: 1,
+      },
+    ],
+  },
+);
 const KeyScope = Type.Unsafe<(typeof KEY_SCOPES)[number]>({
   type: 'string',
   enum: KEY_SCOPES,
@@ -118,8 +138,18 @@ export const adminRoutes: FastifyPluginAsyncTypebox<AdminOptions> = async (app, 
       schema: {
         summary: 'Create a client and its first API key',
         description: 'Answers the client id and its first API key, shown this once. The admin token goes in Authorization: Bearer.',
-        body: Type.Object({ name: ClientName }, { additionalProperties: false }),
-        response: { 201: Type.Object({ client_id: ClientId, name: Type.String(), ...IssuedKey }), ...errors },
+        body: Type.Object({ name: ClientName }, { additionalProperties: false, examples: [{ name: 'Acme' }] }),
+        response: {
+          201: Type.Object(
+            { client_id: ClientId, name: Type.String(), ...IssuedKey },
+            {
+              examples: [
+                { client_id: CLIENT_ID_EXAMPLE, name: 'Acme', api_key: 'trb_Ex4mpleWriteKey_shownOnce-0123456789abcdefg', key_id: '8a1401e2-2bbe-4025-9b35-17b42388a8e6', scope: 'write' },
+              ],
+            },
+          ),
+          ...errors,
+        },
       },
     },
     async (request, reply) => {
@@ -162,7 +192,7 @@ export const adminRoutes: FastifyPluginAsyncTypebox<AdminOptions> = async (app, 
             training_days: Type.Optional(TrainingDays),
             markov_order: Type.Optional(MarkovOrder),
           },
-          { additionalProperties: false, minProperties: 1, examples: [{ time_zone: 'Europe/Berlin' }] },
+          { additionalProperties: false, minProperties: 1, examples: [CLIENT_PATCH_EXAMPLE] },
         ),
         response: { 200: ClientView, ...errors },
       },
@@ -193,10 +223,39 @@ export const adminRoutes: FastifyPluginAsyncTypebox<AdminOptions> = async (app, 
           'served meanwhile; answered once all of it is gone (a large client takes a while). Interrupted, send it again: it carries on.',
         params: ClientParams,
         response: {
-          200: Type.Object({
-            client_id: ClientId,
-            deleted: Type.Record(Type.String(), Type.Integer(), { description: 'Rows deleted, by table.' }),
-          }),
+          200: Type.Object(
+            {
+              client_id: ClientId,
+              deleted: Type.Record(Type.String(), Type.Integer(), { description: 'Rows deleted, by table.' }),
+            },
+            {
+              examples: [
+                {
+                  client_id: CLIENT_ID_EXAMPLE,
+                  deleted: {
+                    api_keys: 2,
+                    exports: 14,
+                    order_aliases: 3100,
+                    orders: 120000,
+                    identities: 41250,
+                    touchpoints: 863400,
+                    spend_hourly: 52560,
+                    spend_daily: 2190,
+                    ad_accounts: 3,
+                    attribution_credit_days: 64800,
+                    attribution_visit_days: 27000,
+                    attribution_paths: 118500,
+                    attribution_days: 5400,
+                    attribution_totals_kept: 1,
+                    attribution_changes: 12,
+                    attribution_change_keys: 0,
+                    attribution_learnt_models: 4,
+                    clients: 1,
+                  },
+                },
+              ],
+            },
+          ),
           ...errors,
         },
       },
@@ -219,7 +278,10 @@ export const adminRoutes: FastifyPluginAsyncTypebox<AdminOptions> = async (app, 
           '(scope read); shown this once. Without a body, a key that writes.',
         params: ClientParams,
         body: Type.Object({ scope: Type.Optional(KeyScope) }, { additionalProperties: false, examples: [{ scope: 'read' }] }),
-        response: { 201: Type.Object(IssuedKey), ...errors },
+        response: {
+          201: Type.Object(IssuedKey, { examples: [{ api_key: 'trb_Ex4mpleReadKey_shownOnce-0123456789abcdefgh', key_id: KEY_ID_EXAMPLE, scope: 'read' }] }),
+          ...errors,
+        },
       },
       // Sent without a body, as before keys had scopes: one that writes.
       config: { optionalBody: true },
@@ -240,7 +302,7 @@ export const adminRoutes: FastifyPluginAsyncTypebox<AdminOptions> = async (app, 
       schema: {
         summary: 'Revoke an API key; it stops working at once',
         description: 'The key is kept, revoked, so that its id stays known; requests with it are answered 401.',
-        params: Type.Object({ client_id: ClientId, key_id: Type.String({ format: 'uuid', examples: ['0d9e8f7a-6b5c-4d3e-8f2a-1b0c9d8e7f6a'] }) }),
+        params: Type.Object({ client_id: ClientId, key_id: Type.String({ format: 'uuid', examples: [KEY_ID_EXAMPLE] }) }),
         response: { 204: Type.Null(), ...errors },
       },
     },

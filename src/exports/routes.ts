@@ -16,16 +16,34 @@ import { exportDir } from './produce.js';
 const creates = { validationStatus: 422 as const, rateLimit: 'exportCreates' as const, readsOnly: true as const };
 const reads = { validationStatus: 422 as const, rateLimit: 'exportReads' as const };
 const errors = { 401: ErrorEnvelope, 422: ErrorEnvelope };
-const ExportId = Type.String({ format: 'uuid', examples: ['3b1f6f7e-2c4d-4e8a-9b0c-7d6e5f4a3b2c'] });
+const EXPORT_ID_EXAMPLE = '3b1f6f7e-2c4d-4e8a-9b0c-7d6e5f4a3b2c';
+const ExportId = Type.String({ format: 'uuid', examples: [EXPORT_ID_EXAMPLE] });
 
-export const ExportResult = Type.Object({
-  data_export_id: ExportId,
-  status: Type.Unsafe<'PENDING' | 'SUCCESS' | 'ERROR'>({ type: 'string', enum: ['PENDING', 'SUCCESS', 'ERROR'] }),
-  result: Type.Array(Type.String({ format: 'uri' }), { description: 'Download links of the files, once SUCCESS.' }),
-  created_at: Type.String({ format: 'date-time' }),
-  finished_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
-  warn: Type.Record(Type.String(), Type.Unknown(), { description: 'Ignored options, why an export failed, and files_expired once its files were deleted.' }),
-});
+export const ExportResult = Type.Object(
+  {
+    data_export_id: ExportId,
+    status: Type.Unsafe<'PENDING' | 'SUCCESS' | 'ERROR'>({ type: 'string', enum: ['PENDING', 'SUCCESS', 'ERROR'] }),
+    result: Type.Array(Type.String({ format: 'uri' }), { description: 'Download links of the files, once SUCCESS.' }),
+    created_at: Type.String({ format: 'date-time' }),
+    finished_at: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
+    warn: Type.Record(Type.String(), Type.Unknown(), { description: 'Ignored options, why an export failed, and files_expired once its files were deleted.' }),
+  },
+  {
+    // The export of the example request (src/exports/schema.ts), done: its one file's link expires 7 days after it finished.
+    examples: [
+      {
+        data_export_id: EXPORT_ID_EXAMPLE,
+        status: 'SUCCESS',
+        result: [
+          `https://tributary.example/v1/exports/files/${EXPORT_ID_EXAMPLE}/march_campaigns.csv?expires=1712650505&signature=3q2-7wY0n1Jd5kX8bQe4tVz6mLr9cHs2uFgA0iPoN7E`,
+        ],
+        created_at: '2024-04-02T08:15:03.412Z',
+        finished_at: '2024-04-02T08:15:05.977Z',
+        warn: {},
+      },
+    ],
+  },
+);
 
 export const MetricList = Type.Object(
   { metrics: Type.Array(Type.Object({ id: Type.String(), label: Type.String(), definition: Type.String() })) },
@@ -33,7 +51,17 @@ export const MetricList = Type.Object(
 );
 export const BreakdownList = Type.Object(
   { breakdowns: Type.Array(Type.Object({ key: Type.String(), values: Type.Array(Type.String()) })) },
-  { examples: [{ breakdowns: [{ key: 'platform', values: ['google', 'meta'] }] }] },
+  {
+    examples: [
+      {
+        breakdowns: [
+          { key: 'platform', values: ['google', 'meta'] },
+          { key: 'account', values: ['123-456-7890', 'act_1'] },
+          { key: 'Platform (Northbeam)', values: ['google', 'meta'] },
+        ],
+      },
+    ],
+  },
 );
 export const AttributionModelList = Type.Object(
   { attribution_models: Type.Array(Type.Object({ id: Type.String(), name: Type.Union([Type.String(), Type.Null()]) })) },
@@ -62,7 +90,7 @@ export const exportRoutes: FastifyPluginAsyncTypebox<{ signer: LinkSigner }> = a
         summary: 'Create a data export',
         description: 'Starts an export; poll GET /v1/exports/data-export/result/{id} until it is SUCCESS or ERROR.',
         body: ExportRequest,
-        response: { 201: Type.Object({ id: ExportId }), ...errors },
+        response: { 201: Type.Object({ id: ExportId }, { examples: [{ id: EXPORT_ID_EXAMPLE }] }), ...errors },
       },
       // Asked before the schema, so that this answer comes instead of "property not allowed".
       preValidation: async (request) => {

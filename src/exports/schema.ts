@@ -125,13 +125,17 @@ export const ExportRequest = Type.Object(
   },
   {
     additionalProperties: false,
+    // March 2024 by campaign and day, the days of the client's time zone, credited by the linear model.
     examples: [
       {
         level: 'campaign',
-        period_type: 'LAST_30_DAYS',
+        time_granularity: 'DAILY',
+        period_type: 'FIXED',
+        period_options: { period_starting_at: '2024-03-01', period_ending_at: '2024-03-31' },
         options: { include_ids: true },
         attribution_options: { attribution_models: ['linear'], attribution_windows: ['30'], accounting_modes: ['cash'] },
         metrics: [{ id: 'spend' }, { id: 'rev' }, { id: 'roas' }],
+        export_file_name: 'march_campaigns',
       },
     ],
   },

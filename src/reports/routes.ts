@@ -6,18 +6,28 @@ import { invalidRequest } from '../http/errors.js';
 import { ErrorEnvelope } from '../http/schemas.js';
 import { MAX_REPORT_DAYS, reportRequest, runReport, type ReportQuery } from './performance.js';
 
-const Choice = <T extends string>(values: readonly T[], fallback: T, description: string) =>
-  Type.Optional(Type.Unsafe<T>({ type: 'string', enum: values, default: fallback, description, 'x-messages': { enum: `Must be one of ${values.join(', ')}` } }));
-const LocalDay = (description: string) => Type.String({ format: 'date', description, examples: ['2026-03-01'] });
+/** A choice of `values`, `fallback` when left out; `example`, the value the API reference's example asks. */
+const Choice = <T extends string>(values: readonly T[], fallback: T, description: string, example?: T) =>
+  Type.Optional(
+    Type.Unsafe<T>({
+      type: 'string',
+      enum: values,
+      default: fallback,
+      description,
+      'x-messages': { enum: `Must be one of ${values.join(', ')}` },
+      ...(example && { examples: [example] }),
+    }),
+  );
+const LocalDay = (description: string, example: string) => Type.String({ format: 'date', description, examples: [example] });
 
 export const PerformanceQuery = Type.Object(
   {
-    start_date: LocalDay("The first day, in the client's time zone."),
-    end_date: LocalDay(`The last day (included), at most ${MAX_REPORT_DAYS} days after start_date counting both.`),
+    start_date: LocalDay("The first day, in the client's time zone.", '2024-03-01'),
+    end_date: LocalDay(`The last day (included), at most ${MAX_REPORT_DAYS} days after start_date counting both.`, '2024-03-31'),
     granularity: Choice(['DAILY', 'WEEKLY', 'MONTHLY', 'HOURLY', 'PERIOD'], 'DAILY', "A row's time bucket, as an export's time_granularity; PERIOD makes the whole period one bucket, dated by start_date."),
-    level: Choice(['platform', 'campaign', 'adset', 'ad', 'total'], 'platform', 'The ad objects rows are made of; total sums over them per bucket, and is the level of store metrics (revenue, mer, ...).'),
+    level: Choice(['platform', 'campaign', 'adset', 'ad', 'total'], 'platform', 'The ad objects rows are made of; total sums over them per bucket, and is the level of store metrics (revenue, mer, ...).', 'campaign'),
     breakdown: Type.Optional(Type.Unsafe<'platform' | 'account'>({ type: 'string', enum: ['platform', 'account'], description: 'Splits the rows of ad objects by this label too.' })),
-    metrics: Type.String({ minLength: 1, maxLength: 2000, description: 'Comma-separated metric ids: GET /v1/exports/metrics.', examples: ['spend,rev,roas,cac,txns,visits'] }),
+    metrics: Type.String({ minLength: 1, maxLength: 2000, description: 'Comma-separated metric ids: GET /v1/exports/metrics.', examples: ['spend,rev,roas'] }),
     model: Choice([...MODEL_IDS, ...Object.keys(MODEL_ALIASES)], DEFAULT_MODEL, 'The attribution model: GET /v1/exports/attribution-models.'),
     window: Choice(WINDOW_NAMES, String(DEFAULT_WINDOW), 'The lookback window: days, or infinity.'),
     mode: Choice(['cash', 'accrual'] as const, 'cash', 'Accounting mode: cash counts a credit when the order is placed, accrual when its touchpoint happened.'),
@@ -26,6 +36,7 @@ export const PerformanceQuery = Type.Object(
 );
 
 const Value = Type.Union([Type.String(), Type.Number(), Type.Null()]);
+const EXAMPLE_ROW = { date: '2024-03-08', platform: 'meta', campaign: 'Spring sale', campaign_id: 'spring', currency: 'USD', attribution_model: 'linear', attribution_window: '30', accounting_mode: 'cash' };
 export const PerformanceReport = Type.Object(
   {
     rows: Type.Array(Type.Record(Type.String(), Value), {
@@ -44,12 +55,16 @@ export const PerformanceReport = Type.Object(
     ),
   },
   {
+    // March 2024 by campaign and day: the paid visit of order 1001's path (src/touchpoints/schema.ts) on its own day, which
+    // has no spend or credit and so no currency, then half the order's credit to the campaign and half to the Google search.
     examples: [
       {
         rows: [
-          { date: '2026-03-01', platform: 'meta', campaign: 'Spring sale', campaign_id: 'c1', currency: 'USD', attribution_model: 'linear', attribution_window: '30', accounting_mode: 'cash', spend: 120.5, rev: 480, roas: 3.983402 },
+          { ...EXAMPLE_ROW, date: '2024-03-06', currency: null, spend: 0, rev: 0, roas: null },
+          { ...EXAMPLE_ROW, spend: 12.5, rev: 49.995, roas: 3.9996 },
+          { ...EXAMPLE_ROW, platform: 'organic_search', campaign: '', campaign_id: '', spend: 0, rev: 49.995, roas: null },
         ],
-        totals: { spend: 120.5, rev: 480, roas: 3.983402 },
+        totals: { spend: 12.5, rev: 99.99, roas: 7.9992 },
         currency: 'USD',
       },
     ],
