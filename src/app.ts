@@ -45,7 +45,7 @@ const OVERLOAD_RETRY_AFTER_SECONDS = 2;
  * The groups of the API reference (/docs), in the order it shows them. Each operation is in one,
  * given where its plugin is registered (`tagged`).
  */
-export const API_TAGS = [
+const API_TAGS = [
   { name: 'Orders', description: "Orders and their aliases: upsert, patch and read them, and erase a customer's personal data." },
   { name: 'Spend', description: 'Ad spend, in hourly and daily records: upsert, list and delete them.' },
   { name: 'Touchpoints', description: 'Visits and ad views, the input of attribution, and the identities that link visitors to customers.' },
