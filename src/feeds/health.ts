@@ -35,12 +35,17 @@ export const FeedHealthReport = Type.Object(
     ),
   },
   {
+    // The last two of the days, for the client of the API reference's examples: its two visits (src/touchpoints/schema.ts),
+    // then order 1001 patched and the day's hourly and daily spend records of the Spring sale campaign.
     examples: [
       {
         environment: 'production',
-        time_zone: 'Europe/Berlin',
-        days: [{ date: '2026-03-01', orders: 212, spend: 96, touchpoints: 5310 }],
-        last_received_at: { orders: '2026-03-01T17:02:11.000Z', spend: '2026-03-01T06:00:02.000Z', touchpoints: null },
+        time_zone: 'America/New_York',
+        days: [
+          { date: '2024-03-08', orders: 0, spend: 0, touchpoints: 2 },
+          { date: '2024-03-09', orders: 1, spend: 2, touchpoints: 0 },
+        ],
+        last_received_at: { orders: '2024-03-09T15:10:44.502Z', spend: '2024-03-09T06:00:02.000Z', touchpoints: '2024-03-08T09:30:05.208Z' },
       },
     ],
   },
