@@ -151,6 +151,8 @@ program
   .action(async ({ days, seed }: { days: number; seed: number }) => {
     const config = loadConfig();
     const { runDemo } = await import('./demo/run.js');
+    // Creating the embedded store takes a while the first time: say what is going on meanwhile.
+    process.stderr.write(config.databaseUrl ? 'Opening the PostgreSQL store…\n' : `Opening the embedded store in ${config.dataDir}…\n`);
     const result = await withStore((db) => runDemo(db, config, { days, seed })).catch(async (error: unknown) => {
       // The embedded store is one process's (src/db/pglite.ts): the demo does not wait for it.
       const { DataDirInUseError } = await import('./db/pglite.js');

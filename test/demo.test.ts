@@ -94,7 +94,8 @@ describe('tributary demo', () => {
       const refused = await runCli(store.env, ['demo', '--days', '3']);
       assert.notEqual(refused.code, 0);
       assert.equal(refused.stdout, '');
-      const { error } = JSON.parse(refused.stderr) as { error: string };
+      // What it was doing, then the error, as the last line.
+      const { error } = JSON.parse(refused.stderr.trim().split('\n').at(-1)!) as { error: string };
       assert.match(error, new RegExp(`in use by a running server \\(process ${process.pid}\\): stop it, run the demo, start it again`));
       assert.deepEqual(await createClientRepository(db).list(), clients);
       assert.equal(fs.readFileSync(lockFile, 'utf8'), String(process.pid));

@@ -61,6 +61,7 @@ const grouped = (n: number) => n.toLocaleString('en-US');
 
 export async function runDemo(db: Database, config: Config, { days, seed, now = new Date(), progress = process.stderr }: DemoOptions): Promise<DemoResult> {
   const started = performance.now();
+  progress.write(`Making a sample shop of ${days} days…\n`);
   const shop = generateShop({ seed, now, days });
   const total = shop.orders.length + shop.spendRecords + shop.touchpoints.length + shop.identities.length;
 
