@@ -482,7 +482,15 @@ describe('the dashboard and the API reference in a real browser', { skip }, () =
       });
       await page2.goto(`${url}/`);
       await page2.getByLabel('Client ID').fill(shop.client_id);
-      await page2.getByLabel('API key').fill(shop.api_key);
+      // A marketer's key: one of scope read, which may send nothing that writes.
+      const readKey = await service.production.inject({
+        method: 'POST',
+        url: `/admin/v1/clients/${shop.client_id}/api-keys`,
+        headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+        payload: { scope: 'read' },
+      });
+      assert.equal(readKey.statusCode, 201, readKey.body);
+      await page2.getByLabel('API key').fill((readKey.json() as { api_key: string }).api_key);
       await page2.getByRole('button', { name: 'Sign in' }).click();
       await loaded(page2);
     });
@@ -635,14 +643,14 @@ describe('the dashboard and the API reference in a real browser', { skip }, () =
         await page2.waitForTimeout(300);
         assert.equal(await page2.locator('#dashboard').getAttribute('aria-busy'), 'true');
         assert.equal((await kpis()).spend!.value, shownBefore, 'the old figures stay while the new ones come');
-        assert.ok(Number(await page2.$eval('#kpis', (element) => getComputedStyle(element).opacity)) < 0.6, 'dimmed');
+        assert.ok(Number(await page2.$eval('#kpis', (element) => element.ownerDocument.defaultView!.getComputedStyle(element).opacity)) < 0.6, 'dimmed');
         await shot('9c-loading-1440', page2);
       } finally {
         await page2.unroute(slow);
       }
       await loaded(page2);
       await page2.waitForTimeout(300);
-      assert.equal(Number(await page2.$eval('#kpis', (element) => getComputedStyle(element).opacity)), 1, 'no longer dimmed');
+      assert.equal(Number(await page2.$eval('#kpis', (element) => element.ownerDocument.defaultView!.getComputedStyle(element).opacity)), 1, 'no longer dimmed');
       const accrual = await report({ ...LAST_30, model: 'linear', window: '30', mode: 'accrual', level: 'platform', granularity: 'PERIOD', metrics: TABLE_METRICS.join(',') }, shop);
       close((await kpis()).paid_rev!.value, paidRevenue(accrual), 'attributed revenue in accrual mode');
       await page2.locator('#mode').selectOption('cash');
@@ -699,7 +707,7 @@ describe('the dashboard and the API reference in a real browser', { skip }, () =
         assert.ok((await top('#kpis')) < (await top('#chart')) && (await top('#kpis')) < (await top('#performance')), 'the headline before the chart and the table');
         // Each figure on one line, none cut.
         const wrapped = await page2.$$eval('#kpis .value', (values) =>
-          values.filter((value) => value.scrollWidth > value.clientWidth || value.getBoundingClientRect().height > 1.5 * parseFloat(getComputedStyle(value).lineHeight)).length,
+          values.filter((value) => value.scrollWidth > value.clientWidth || value.getBoundingClientRect().height > 1.5 * parseFloat(value.ownerDocument.defaultView!.getComputedStyle(value).lineHeight)).length,
         );
         assert.equal(wrapped, 0);
         await shot(`10-phone-390-${scheme}`, page2);
