@@ -25,29 +25,31 @@ async function send(app: TestApp, client: TestClient, url: string, data: unknown
   assert.ok(response.statusCode < 300, response.body);
 }
 
+/** An hour of spend `days` ago of a campaign with one ad set and one ad, all named after it. */
+const spendRecord = (days: number, platform_name: string, campaign_id: string, amount: number) => ({
+  hour_start_iso: at(days, '10:00:00'),
+  platform_name,
+  platform_account_id: `${platform_name}-account`,
+  campaign_id,
+  campaign_name: `${campaign_id} campaign`,
+  adset_id: `${campaign_id}-set`,
+  adset_name: `${campaign_id} ad set`,
+  ad_id: `${campaign_id}-ad`,
+  ad_name: `${campaign_id} ad`,
+  spend: amount,
+  spend_currency: 'USD',
+  impressions: 1000,
+  clicks: 40,
+});
+
 /**
  * Spend on meta and google over the last days, and customers whose paths cross both: first
  * touch credits meta, last touch google, so that the models disagree.
  */
 async function seed(app: TestApp, client: TestClient) {
-  const spend = (days: number, platform_name: string, campaign_id: string, amount: number) => ({
-    hour_start_iso: at(days, '10:00:00'),
-    platform_name,
-    platform_account_id: `${platform_name}-account`,
-    campaign_id,
-    campaign_name: `${campaign_id} campaign`,
-    adset_id: `${campaign_id}-set`,
-    adset_name: `${campaign_id} ad set`,
-    ad_id: `${campaign_id}-ad`,
-    ad_name: `${campaign_id} ad`,
-    spend: amount,
-    spend_currency: 'USD',
-    impressions: 1000,
-    clicks: 40,
-  });
   const spendRecords = [];
   for (let days = 2; days <= 12; days++) {
-    spendRecords.push(spend(days, 'meta', 'spring', 20 + days), spend(days, 'meta', 'retarget', 8), spend(days, 'google', 'search', 15 + (days % 3) * 5));
+    spendRecords.push(spendRecord(days, 'meta', 'spring', 20 + days), spendRecord(days, 'meta', 'retarget', 8), spendRecord(days, 'google', 'search', 15 + (days % 3) * 5));
   }
   await send(app, client, '/v1/spend_hourly', spendRecords);
   const touchpoints = [];
@@ -76,26 +78,11 @@ const PREVIOUS_30 = { start_date: dayBefore(60), end_date: dayBefore(31) };
  * click id alone).
  */
 async function seedTwoPeriods(app: TestApp, client: TestClient) {
-  const spend = (days: number, platform_name: string, campaign_id: string, amount: number) => ({
-    hour_start_iso: at(days, '10:00:00'),
-    platform_name,
-    platform_account_id: `${platform_name}-account`,
-    campaign_id,
-    campaign_name: `${campaign_id} campaign`,
-    adset_id: `${campaign_id}-set`,
-    adset_name: `${campaign_id} ad set`,
-    ad_id: `${campaign_id}-ad`,
-    ad_name: `${campaign_id} ad`,
-    spend: amount,
-    spend_currency: 'USD',
-    impressions: 1000,
-    clicks: 40,
-  });
   const spendRecords = [];
   for (let days = 2; days <= 29; days++) {
-    spendRecords.push(spend(days, 'meta', 'spring', 30 + (days % 5) * 4), spend(days, 'meta', 'retarget', 12), spend(days, 'google', 'search', 18 + (days % 4) * 3));
+    spendRecords.push(spendRecord(days, 'meta', 'spring', 30 + (days % 5) * 4), spendRecord(days, 'meta', 'retarget', 12), spendRecord(days, 'google', 'search', 18 + (days % 4) * 3));
   }
-  for (let days = 31; days <= 58; days++) spendRecords.push(spend(days, 'meta', 'spring', 22), spend(days, 'meta', 'retarget', 10), spend(days, 'google', 'search', 25));
+  for (let days = 31; days <= 58; days++) spendRecords.push(spendRecord(days, 'meta', 'spring', 22), spendRecord(days, 'meta', 'retarget', 10), spendRecord(days, 'google', 'search', 25));
   await send(app, client, '/v1/spend_hourly', spendRecords);
 
   const touchpoints: Record<string, unknown>[] = [];

@@ -426,3 +426,15 @@ export async function cliError(env: NodeJS.ProcessEnv, args: string[]): Promise<
   assert.equal(typeof error, 'string');
   return error as string;
 }
+
+/**
+ * `schema` (JSON Schema) with every object that does not say otherwise closed to properties it
+ * does not list: an answer, or an example of one, naming a field the schema lacks then fails.
+ */
+export function closedSchema(schema: unknown): unknown {
+  if (Array.isArray(schema)) return schema.map(closedSchema);
+  if (typeof schema !== 'object' || schema === null) return schema;
+  const copy = Object.fromEntries(Object.entries(schema).map(([key, value]) => [key, closedSchema(value)])) as { type?: unknown; properties?: unknown; additionalProperties?: unknown };
+  if (copy.type === 'object' && copy.properties && copy.additionalProperties === undefined) copy.additionalProperties = false;
+  return copy;
+}

@@ -10,7 +10,7 @@ import { after, before, test } from 'node:test';
 import { Ajv, type AnySchemaObject } from 'ajv';
 import addFormatsPlugin from 'ajv-formats';
 import type { InjectOptions } from 'fastify';
-import { hourlySpend, makeOrder, postAliases, postOrders, startService, type TestApp, type TestClient, type TestService } from './helpers.js';
+import { closedSchema, hourlySpend, makeOrder, postAliases, postOrders, startService, type TestApp, type TestClient, type TestService } from './helpers.js';
 
 // ajv-formats is CommonJS; its type declarations describe the ESM default export one level down.
 const addFormats = addFormatsPlugin as unknown as typeof addFormatsPlugin.default;
@@ -58,15 +58,6 @@ const PROBES: Probe[] = [
 function deleteKey(record: Record<string, unknown>) {
   const { hour_start_iso, date, platform_account_id, campaign_id, adset_id = '', ad_id = '' } = record;
   return { ...(hour_start_iso ? { hour_start_iso } : { date }), platform_account_id, campaign_id, adset_id, ad_id };
-}
-
-/** The schema with every object that does not say otherwise closed to properties it does not list. */
-function closed(schema: unknown): unknown {
-  if (Array.isArray(schema)) return schema.map(closed);
-  if (typeof schema !== 'object' || schema === null) return schema;
-  const copy = Object.fromEntries(Object.entries(schema).map(([key, value]) => [key, closed(value)])) as AnySchemaObject;
-  if (copy.type === 'object' && copy.properties && copy.additionalProperties === undefined) copy.additionalProperties = false;
-  return copy;
 }
 
 let service: TestService;
@@ -118,7 +109,7 @@ for (const probe of PROBES) {
       const response = await app.inject({ ...probe.request, method, headers });
       assert.equal(response.statusCode, probe.status, response.body);
       const body = response.json();
-      const validate = ajv.compile(closed(schemaOf(probe)) as AnySchemaObject);
+      const validate = ajv.compile(closedSchema(schemaOf(probe)) as AnySchemaObject);
       assert.ok(validate(body), `${ajv.errorsText(validate.errors)}\n${response.body.slice(0, 2000)}`);
       if (who !== 'the UAT test credentials' && Array.isArray(body.data)) assert.ok(body.data.length > 0, 'something was served to check');
     });
