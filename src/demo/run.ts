@@ -13,9 +13,6 @@ import { MAX_IDENTITIES_PER_REQUEST, MAX_ORDERS_PER_REQUEST, MAX_RECORDS_PER_REQ
 import { createSendProgress } from './progress.js';
 import { DEMO_SOURCE_PLATFORMS, DEMO_TIME_ZONE, generateShop, type ApiRecord } from './shop.js';
 
-export const DEFAULT_DAYS = 365;
-export const MAX_DAYS = 730;
-export const DEFAULT_SEED = 1;
 /** Requests in flight at once: the API parses and checks one batch while the store writes another. */
 const CONCURRENCY = 3;
 
