@@ -92,6 +92,8 @@ async function keepInPieces(db: Database, asked: KeptTotalsAsked, today: string,
  */
 export async function refreshKeptTotals(db: Database, tenant: Tenant, timeZone: string, keepers: KeepersDays, signal?: AbortSignal): Promise<void> {
   const { from: since, to: today } = keepersPeriod(timeZone, keepers);
+  // After a load, resolving its changes planned on empty tables' statistics took 2 minutes, not 0.3 s, on the embedded store.
+  await analyzeGrownTables(db);
   await markChangedDaysStale(db, { tenant, timeZone }, { signal });
   const kept = await db.query<{ from: string; to: string; totals: string[] }>(
     `SELECT "from", "to", array_agg(totals ORDER BY totals) AS totals
