@@ -4,6 +4,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { buildApp } from '../src/app.js';
+import { RULE_MODEL_IDS } from '../src/attribution/models.js';
 import { addDays, localToday } from '../src/calendar.js';
 import { createClientRepository } from '../src/clients/repository.js';
 import { loadConfig } from '../src/config.js';
@@ -124,6 +125,23 @@ describe('tributary demo', () => {
           assert.ok(listed.json().total_count > 0, listed.body);
         }
       });
+    });
+  });
+
+  test("the dashboard opens on kept days: the keeper's days are credited under every rule model before the server starts", async () => {
+    await store.withStore(async (db) => {
+      const [kept] = await db.query<{ kept_ahead_on: string }>(
+        "SELECT kept_ahead_on::text FROM attribution_totals_kept WHERE client_id = $1 AND environment = 'production'",
+        [first.client_id],
+      );
+      assert.equal(kept?.kept_ahead_on, today(), "kept ahead today: the server's keeper has nothing left to do for it");
+      const days = await db.query<{ totals: string; days: number }>(
+        'SELECT totals, count(*)::int AS days FROM attribution_days WHERE client_id = $1 AND NOT stale GROUP BY totals',
+        [first.client_id],
+      );
+      const keepAheadDays = loadConfig(store.env).keepAheadDays;
+      const credited = days.filter((row) => row.days === keepAheadDays);
+      assert.ok(credited.length >= RULE_MODEL_IDS.length * 2, `${credited.length} combinations of ${keepAheadDays} days: ${JSON.stringify(days)}`);
     });
   });
 

@@ -34,7 +34,7 @@ export { CHANNEL_GROUPINGS } from './learning/grouping.js';
 export { MARKOV_ORDERS } from './learning/markov.js';
 export { DEFAULT_TRAINING_DAYS, MAX_TRAINING_DAYS, type LearningSettings } from './learning/training.js';
 export { createAttributionExplainer, standInExplainer, type AttributionExplainer } from './explanation.js';
-export { startKeptTotalsKeeper } from './keeper.js';
+export { keepAhead, startKeptTotalsKeeper } from './keeper.js';
 export { DEFAULT_MODEL, DEFAULT_WINDOW, MODEL_ALIASES, MODEL_IDS, MODELS, UNLIMITED, WINDOW_NAMES, modelNamed, windowNamed, type ModelId } from './models.js';
 export { readRows, type RowsRead } from './read-rows.js';
 export {
