@@ -158,6 +158,52 @@ test('PERIOD: one row per object for the whole period, the sums of its days; cus
   assert.deepEqual(store.rows.map((row: Record<string, number>) => [row.transactions, row.new_customers, row.returning_customers]), [[3, 2, 1]]);
 });
 
+test('channels=paid: the rows of the platforms with spend in the period, added up per day at level total', async () => {
+  const client = await seeded();
+  const query = { ...PERIOD, level: 'platform', model: 'linear', metrics: 'spend,rev,roas' };
+  const all = (await report(client, query)).json();
+  const paid = (await report(client, { ...query, channels: 'paid' })).json();
+  const paidPlatforms = new Set(all.rows.filter((row: Record<string, number>) => row.spend !== 0).map((row: Record<string, string>) => row.platform));
+  assert.deepEqual([...paidPlatforms].sort(), ['google', 'meta']);
+  assert.deepEqual(paid.rows, all.rows.filter((row: Record<string, string>) => paidPlatforms.has(row.platform)));
+  // google's click of 3 March converted the day before its spend: a paid channel's row without spend of its own.
+  assert.ok(paid.rows.some((row: Record<string, unknown>) => row.platform === 'google' && row.spend === 0 && Number(row.rev) > 0));
+  const paidRev = paid.rows.reduce((sum: number, row: Record<string, number>) => sum + row.rev!, 0);
+  assert.ok(Math.abs(paid.totals.rev - paidRev) < 1e-9);
+  assert.equal(paid.totals.spend, all.totals.spend, 'all spend is paid channels\' spend');
+  assert.ok(paid.totals.rev < all.totals.rev, 'the unattributed order is not paid revenue');
+  assert.equal(paid.totals.roas, Number((paid.totals.rev / paid.totals.spend).toFixed(6)));
+
+  // level=total: one row a day, the sums of that day's paid rows, in the days' order, with the same totals.
+  const summed = (await report(client, { ...query, level: 'total', channels: 'paid' })).json();
+  const byDay = new Map<string, { spend: number; rev: number }>();
+  for (const row of paid.rows) {
+    const day = byDay.get(row.date) ?? { spend: 0, rev: 0 };
+    byDay.set(row.date, { spend: day.spend + row.spend, rev: day.rev + row.rev });
+  }
+  assert.deepEqual(
+    summed.rows.map((row: Record<string, unknown>) => Object.keys(row)),
+    summed.rows.map(() => ['date', 'currency', 'attribution_model', 'attribution_window', 'accounting_mode', 'spend', 'rev', 'roas']),
+  );
+  assert.deepEqual(summed.rows.map((row: Record<string, string>) => row.date), [...byDay.keys()].sort());
+  for (const row of summed.rows) {
+    const day = byDay.get(row.date)!;
+    assert.ok(Math.abs(row.spend - day.spend) < 1e-9 && Math.abs(row.rev - day.rev) < 1e-9, row.date);
+    assert.equal(row.roas, day.spend === 0 ? null : Number((day.rev / day.spend).toFixed(6)), row.date);
+  }
+  assert.deepEqual(summed.totals, paid.totals);
+
+  // The paid channels are those with spend in the period asked: on 3 March alone, google had none.
+  const third = (await report(client, { ...query, start_date: '2024-03-03', end_date: '2024-03-03', level: 'total', granularity: 'PERIOD', channels: 'paid' })).json();
+  const metaThird = (await report(client, { ...query, start_date: '2024-03-03', end_date: '2024-03-03', granularity: 'PERIOD' })).json().rows.find((row: Record<string, string>) => row.platform === 'meta');
+  assert.deepEqual([third.rows[0].spend, third.rows[0].rev], [metaThird.spend, metaThird.rev]);
+
+  // Store metrics count every channel: refused with channels=paid, as an unknown choice is.
+  const store = assertErrorEnvelope(await report(client, { ...query, level: 'total', channels: 'paid', metrics: 'revenue,rev' }), 422);
+  assert.deepEqual(store.errors!.map((error) => [error.loc, error.msg]), [['query/metrics', 'revenue describes the whole store, every channel: ask for it without channels=paid']]);
+  assertErrorEnvelope(await report(client, { ...query, channels: 'organic' }), 422);
+});
+
 test('changing the model changes the figures', async () => {
   const client = await seeded();
   const query = { ...PERIOD, level: 'campaign', metrics: 'rev' };

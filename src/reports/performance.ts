@@ -2,7 +2,7 @@ import { DAY_MS, utcMidnight } from '../calendar.js';
 import type { Tenant } from '../auth/tenant.js';
 import type { Store } from '../db/store.js';
 import type { ErrorItem } from '../http/errors.js';
-import { columnName, isAttributionMetric, isOrderMetric, keptTotalsOf, METRIC_ALIASES, METRIC_IDS, platformMetricOf, type Granularity } from '../attribution/index.js';
+import { columnName, DIMENSION_COLUMNS, isAttributionMetric, isOrderMetric, keptTotalsOf, METRIC_ALIASES, METRIC_IDS, platformMetricOf, type Granularity } from '../attribution/index.js';
 import { planExport, planRowsSql, type ExportPlan, type OutputColumn } from '../exports/plan.js';
 import { joinedBytes } from '../exports/text-bytes.js';
 import type { ExportRequest } from '../exports/schema.js';
@@ -24,6 +24,8 @@ export interface ReportQuery {
   model: string;
   window: string;
   mode: 'cash' | 'accrual';
+  /** `paid` keeps the rows of the platforms with spend in the period: what a dashboard calls paid channels. */
+  channels?: 'all' | 'paid';
 }
 
 /**
@@ -59,10 +61,16 @@ const ratiosOf = (attributed: boolean): Record<string, [string, string, number]>
 
 const daysBetween = (first: string, last: string) => (utcMidnight(last).getTime() - utcMidnight(first).getTime()) / DAY_MS + 1;
 
-/** What a report runs: an export request, and its granularity, which may be PERIOD (exports have no such choice). */
+/**
+ * What a report runs: an export request, and its granularity, which may be PERIOD (exports have no
+ * such choice); `paid` keeps the rows of platforms with spend in the period, and `summed` adds those
+ * rows up per bucket (level=total with channels=paid).
+ */
 export interface ReportRequest {
   request: ExportRequest;
   granularity: Granularity;
+  paid: boolean;
+  summed: boolean;
 }
 
 /**
@@ -74,11 +82,14 @@ export function reportRequest(query: ReportQuery): ReportRequest | { problems: E
   const metrics = query.metrics.split(',').map((id) => id.trim());
   // As in exports: beside attribution metrics, aov is that of the row's attributed orders, not the store's.
   const isStoreMetric = (id: string) => isOrderMetric(id) && !(id === 'aov' && metrics.some(isAttributionMetric));
+  const paid = query.channels === 'paid';
   for (const id of metrics) {
     if (!METRIC_IDS.includes(id)) {
       problems.push({ loc: 'query/metrics', msg: `Unknown metric id ${JSON.stringify(id)}: GET /v1/exports/metrics lists them`, type: 'enum' });
     } else if (isStoreMetric(id) && query.level !== 'total') {
       problems.push({ loc: 'query/metrics', msg: `${id} describes the whole store: ask for it with level=total`, type: 'dependency' });
+    } else if (isStoreMetric(id) && paid) {
+      problems.push({ loc: 'query/metrics', msg: `${id} describes the whole store, every channel: ask for it without channels=paid`, type: 'dependency' });
     }
   }
   if (new Set(metrics).size < metrics.length) problems.push({ loc: 'query/metrics', msg: 'Each metric may be asked for once', type: 'unique' });
@@ -95,15 +106,20 @@ export function reportRequest(query: ReportQuery): ReportRequest | { problems: E
     });
   }
   if (problems.length > 0) return { problems };
+  // The paid channels' total per bucket adds up the platforms' rows; the store's comes from the plan (export_aggregation DATE).
+  const summed = paid && query.level === 'total';
+  const aggregated = query.level === 'total' && !summed;
   return {
     granularity: query.granularity,
+    paid,
+    summed,
     request: {
       level: query.level === 'total' ? 'platform' : query.level,
       time_granularity: query.granularity === 'PERIOD' ? 'DAILY' : query.granularity,
       period_type: 'FIXED',
       period_options: { period_starting_at: query.start_date, period_ending_at: query.end_date },
       breakdowns: query.breakdown ? [{ key: query.breakdown, values: [] }] : [],
-      options: { export_aggregation: query.level === 'total' ? 'DATE' : 'BREAKDOWN', include_ids: query.level !== 'total', escape_formulas: false },
+      options: { export_aggregation: aggregated ? 'DATE' : 'BREAKDOWN', include_ids: query.level !== 'total', escape_formulas: false },
       attribution_options: { attribution_models: [query.model], attribution_windows: [query.window], accounting_modes: [query.mode] },
       metrics: metrics.map((id) => ({ id })),
     },
@@ -121,15 +137,14 @@ const jsonObjectSql = (entries: [key: string, value: string][]) =>
   entries.length === 0 ? `'{}'` : `'{' || ${entries.map(([key, value]) => `${literal(`${JSON.stringify(key)}:`)} || coalesce(to_json(${value})::text, 'null')`).join(" || ',' || ")} || '}'`;
 
 /**
- * The totals of a report's rows as one JSON object, in SQL over `report_rows`: sums of the summed
- * metrics, and each ratio from those sums, as exact decimals rounded as the rows' ratios are.
- * Amounts in different currencies are never added: with rows in several currencies, every total
- * is null. Beside it, the one currency of the rows (null with several, or none).
+ * The expression of a metric over a set of rows, in SQL: the sum of a summed metric, and a ratio
+ * from the sums of its parts, as exact decimals rounded as the rows' ratios are. `computed` names
+ * the summed columns the rows have.
  */
-function totalsSql(plan: ExportPlan, computed: readonly string[]): string {
+function sumOfRows(plan: ExportPlan, computed: readonly string[]): (id: string) => string {
   const ratios = ratiosOf(plan.attribution.length > 0);
   const sum = (metric: string) => (computed.includes(metric) ? `coalesce(sum(${columnName(metric)}), 0)` : '0');
-  const total = (id: string) => {
+  return (id) => {
     const metric = METRIC_ALIASES[id] ?? id;
     if (isSummed(metric)) return `round(${sum(metric)}, ${RATIO_SCALE})`;
     const ratio = ratios[metric];
@@ -137,8 +152,41 @@ function totalsSql(plan: ExportPlan, computed: readonly string[]): string {
     const [numerator, denominator, factor] = ratio;
     return `round(${sum(numerator)} * ${factor} / nullif(${sum(denominator)}, 0), ${RATIO_SCALE})`;
   };
+}
+
+/**
+ * The totals of a report's rows as one JSON object, in SQL over `report_rows` (sumOfRows).
+ * Amounts in different currencies are never added: with rows in several currencies, every total
+ * is null. Beside it, the one currency of the rows (null with several, or none).
+ */
+function totalsSql(plan: ExportPlan, computed: readonly string[]): string {
+  const total = sumOfRows(plan, computed);
   const totals = plan.metrics.map(({ id }): [string, string] => [id, `CASE WHEN count(DISTINCT currency) <= 1 THEN trim_scale(${total(id)}) END`]);
   return `SELECT NULL AS row_json, ${jsonObjectSql(totals)} AS totals, CASE WHEN count(DISTINCT currency) = 1 THEN min(currency) END AS currency FROM report_rows`;
+}
+
+/**
+ * The rows of the paid channels: those of the platforms with spend in the period, whatever
+ * the row's own spend (a campaign paused the day its click converted is still paid), in the
+ * plan's order (`position`, numbered before the platforms' window sorts them).
+ */
+const paidRowsSql = (sql: string) => `SELECT * FROM (
+    SELECT r.*, sum(r.spend) OVER (PARTITION BY r.platform) AS platform_spend
+      FROM (SELECT r.*, row_number() OVER () AS position FROM (${sql}) AS r) AS r
+  ) AS r WHERE platform_spend <> 0 ORDER BY position`;
+
+/**
+ * The paid channels' rows added up per bucket, currency and attribution combination, as the
+ * totals add up the rows (sumOfRows): the columns of level=total's rows, in the platforms' order.
+ */
+function summedRowsSql(plan: ExportPlan, paidSql: string, columns: OutputColumn[], computed: readonly string[]) {
+  const groups = columns.filter(({ name }) => DIMENSION_COLUMNS.includes(name) && name !== 'platform').map(({ name }) => name);
+  const summed = computed.filter(isSummed);
+  const metricOf = sumOfRows(plan, computed);
+  const asked = plan.metrics.map(({ id }) => METRIC_ALIASES[id] ?? id).filter((metric) => !summed.includes(metric));
+  const sql = `SELECT ${groups.join(', ')}, ${[...summed, ...asked].map((metric) => `${metricOf(metric)} AS ${columnName(metric)}`).join(', ')}
+    FROM (${paidSql}) AS r GROUP BY ${groups.join(', ')} ORDER BY min(position)`;
+  return { sql, columns: columns.filter(({ name }) => name !== 'platform'), computed: [...groups, ...summed, ...asked] };
 }
 
 /** The totals of a report without rows (UAT's test credentials keep none): sums 0, ratios null. */
@@ -172,7 +220,7 @@ function reportSql(plan: ExportPlan, sql: string, columns: OutputColumn[], compu
 export async function runReport(
   { clients, reports }: Pick<Store, 'clients' | 'reports'>,
   tenant: Tenant,
-  { request, granularity }: ReportRequest,
+  { request, granularity, paid, summed }: ReportRequest,
   signal?: AbortSignal,
 ): Promise<{ json: Buffer } | { problems: ErrorItem[] }> {
   const planned = planExport(request, await clients.timeZone(tenant.clientId), new Date());
@@ -180,7 +228,10 @@ export async function runReport(
   const plan = { ...planned.plan, granularity };
   const learnt = await reports.learnWeights(tenant, plan, signal);
   const keptTotals = keptTotalsOf(tenant, plan);
-  const { sql, params, columns, computed } = planRowsSql(tenant, { ...plan, fromKeptTotals: keptTotals !== undefined, learnt }, [...SUMMED]);
+  const rows = planRowsSql(tenant, { ...plan, fromKeptTotals: keptTotals !== undefined, learnt }, [...SUMMED]);
+  const { params } = rows;
+  const paidSql = paid ? paidRowsSql(rows.sql) : rows.sql;
+  const { sql, columns, computed } = summed ? summedRowsSql(plan, paidSql, rows.columns, rows.computed) : { ...rows, sql: paidSql };
   const fresh = () => ({ ending: { totals: totalsOfNoRows(plan), currency: null as string | null }, batches: [Buffer.from('{"rows":[')] as Buffer[] });
   let { ending, batches } = fresh();
   await reports.eachBatch(tenant, { sql: reportSql(plan, sql, columns, computed), params, keptTotals, signal }, () => {

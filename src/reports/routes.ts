@@ -31,6 +31,11 @@ export const PerformanceQuery = Type.Object(
     model: Choice([...MODEL_IDS, ...Object.keys(MODEL_ALIASES)], DEFAULT_MODEL, 'The attribution model: GET /v1/exports/attribution-models.'),
     window: Choice(WINDOW_NAMES, String(DEFAULT_WINDOW), 'The lookback window: days, or infinity.'),
     mode: Choice(['cash', 'accrual'] as const, 'cash', 'Accounting mode: cash counts a credit when the order is placed, accrual when its touchpoint happened.'),
+    channels: Choice(
+      ['all', 'paid'] as const,
+      'all',
+      'paid keeps the rows of the platforms with spend in the period (the paid channels), leaving out direct, e-mail, organic and unattributed revenue; with level=total, it adds those rows up per bucket. Store metrics (revenue, mer, ...) count every channel and are refused with it.',
+    ),
   },
   { additionalProperties: false },
 );
