@@ -21,6 +21,7 @@ import { createStoreChooser } from './db/store.js';
 import { createLinkSigner, signingSecret } from './exports/links.js';
 import { exportFileRoutes, exportRoutes } from './exports/routes.js';
 import { feedHealthRoutes } from './feeds/health.js';
+import { clientRoutes } from './clients/routes.js';
 import { healthRoutes } from './health.js';
 import { answerClientError } from './http/client-errors.js';
 import { limitTestCredentialBodies } from './http/test-credentials.js';
@@ -229,6 +230,7 @@ export async function buildApp({ config, db, environment, logger, rateLimits }: 
     await api.register(tagged('Exports', exportRoutes), { prefix: '/v1/exports', signer });
     await api.register(tagged('Reports', reportRoutes), { prefix: '/v1/reports' });
     await api.register(tagged('Reports', feedHealthRoutes), { prefix: '/v1/health' });
+    await api.register(tagged('Reports', clientRoutes), { prefix: '/v1' });
   });
 
   return app;

@@ -262,3 +262,20 @@ describe('tenant isolation', () => {
     assert.deepEqual(ofB.get('shared-id')!.alternate_order_ids, [{ type: 'shopify', id: 'S-1' }]);
   });
 });
+
+test('GET /v1/client names the client of the credentials and the environment of the port; nobody else', async () => {
+  const client = await service.createClient('Whose shop');
+  const patched = await service.production.inject({ method: 'PATCH', url: `/admin/v1/clients/${client.client_id}`, headers: admin, payload: { time_zone: 'Asia/Tokyo' } });
+  assert.equal(patched.statusCode, 200, patched.body);
+  const mine = { client_id: client.client_id, name: 'Whose shop', time_zone: 'Asia/Tokyo' };
+  for (const [port, environment] of [[service.production, 'production'], [service.uat, 'uat']] as const) {
+    const answer = await port.inject({ method: 'GET', url: '/v1/client', headers: client.headers });
+    assert.equal(answer.statusCode, 200, answer.body);
+    assert.deepEqual(answer.json(), { ...mine, environment });
+  }
+  const testCredentials = await service.uat.inject({ method: 'GET', url: '/v1/client', headers: { authorization: 'None', 'data-client-id': 'test' } });
+  assert.deepEqual(testCredentials.json(), { client_id: 'test', name: 'UAT test credentials', time_zone: 'UTC', environment: 'uat' });
+  const other = await service.createClient();
+  assertErrorEnvelope(await service.production.inject({ method: 'GET', url: '/v1/client', headers: { ...client.headers, 'data-client-id': other.client_id } }), 401);
+  assertErrorEnvelope(await service.production.inject({ method: 'GET', url: '/v1/client', headers: { 'data-client-id': client.client_id } }), 401);
+});

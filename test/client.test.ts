@@ -4,7 +4,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { Tributary, TributaryError, type FeedHealth, type Order, type PerformanceReport } from '../src/client/index.js';
+import { Tributary, TributaryError, type ClientOfCredentials, type FeedHealth, type Order, type PerformanceReport } from '../src/client/index.js';
 import { hourlySpend, minimalOrder, startExportingService, type TestClient } from './helpers.js';
 
 const service = await startExportingService();
@@ -102,8 +102,11 @@ describe('against the running app', () => {
     assert.ok((await trb.exports.attributionModels()).attribution_models.length > 0);
   });
 
-  test('reports, feed health and customer erasure', async () => {
-    const fresh = clientOf(await service.createClient());
+  test('reports, the client of the credentials, feed health and customer erasure', async () => {
+    const made = await service.createClient('Reporting shop');
+    const fresh = clientOf(made);
+    const me: ClientOfCredentials = await fresh.client();
+    assert.deepEqual(me, { client_id: made.client_id, name: 'Reporting shop', time_zone: 'UTC', environment: 'production' });
     await fresh.spend.hourly.upsert([hourlySpend('r-1'), hourlySpend('r-2')] as never);
     await fresh.orders.upsert([order('r-1', { customer_id: 'erased', customer_email: 'erased@example.com' })]);
 

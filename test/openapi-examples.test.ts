@@ -26,7 +26,7 @@ const GROUP_OF_PATH: [RegExp, string][] = [
   [/^\/v1\/spend(_hourly)?$/, 'Spend'],
   [/^\/v1\/touchpoints$|^\/v1\/identities$/, 'Touchpoints'],
   [/^\/v1\/exports\//, 'Exports'],
-  [/^\/v1\/reports\/performance$|^\/v1\/health\/feeds$/, 'Reports'],
+  [/^\/v1\/reports\/performance$|^\/v1\/health\/feeds$|^\/v1\/client$/, 'Reports'],
   [/^\/v1\/collect$|^\/v1\/events\/segment$/, 'Collector'],
   [/^\/admin\/v1\//, 'Admin'],
 ];
@@ -195,6 +195,7 @@ const STEPS: Step[] = [
   { operation: 'GET /v1/exports/data-export/result/{export_id}', kept: ['export_id'] },
   { operation: 'GET /v1/reports/performance' },
   { operation: 'GET /v1/health/feeds' },
+  { operation: 'GET /v1/client' },
   { operation: 'POST /v1/customers/erase' },
   { operation: 'DELETE /v1/spend_hourly' },
   { operation: 'DELETE /v1/spend' },

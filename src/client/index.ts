@@ -8,6 +8,7 @@ import type { ErasureBody, ErasureResult } from '../customers/routes.js';
 import type { AttributionModelList, BreakdownList, ExportResult, MetricList } from '../exports/routes.js';
 import type { ExportRequest } from '../exports/schema.js';
 import type { FeedHealthReport } from '../feeds/health.js';
+import type { ClientAnswer } from '../clients/routes.js';
 import type { AliasRequest, AliasResult, OrderListQuery, OrderPage, OrderPatch, OrderAsSent, PatchResult, UpsertResult, Warning } from '../orders/schema.js';
 import type { PerformanceQuery as PerformanceQuerySchema, PerformanceReport as PerformanceReportSchema } from '../reports/routes.js';
 import type { KEY_FIELDS, spendSchemas } from '../spend/schema.js';
@@ -82,6 +83,7 @@ export type AttributionModels = Static<typeof AttributionModelList>;
 export type PerformanceQuery = Static<typeof PerformanceQuerySchema>;
 export type PerformanceReport = Static<typeof PerformanceReportSchema>;
 export type FeedHealth = Static<typeof FeedHealthReport>;
+export type ClientOfCredentials = Static<typeof ClientAnswer>;
 export type CustomerErasureRequest = Static<typeof ErasureBody>;
 export type CustomerErasureResult = Static<typeof ErasureResult>;
 
@@ -276,6 +278,11 @@ export class Tributary {
     performance: (query: PerformanceQuery, { signal }: CallOptions = {}) =>
       this.#http.json<PerformanceReport>('GET', '/v1/reports/performance', { query, idempotent: true, signal }),
   };
+
+  /** The client of these credentials: its name, its time zone (whose days reports count) and the environment of the port. */
+  client({ signal }: CallOptions = {}): Promise<ClientOfCredentials> {
+    return this.#http.json<ClientOfCredentials>('GET', '/v1/client', { idempotent: true, signal });
+  }
 
   /** Whether orders, spend and touchpoints are arriving: records received a day, and each feed's last. */
   readonly health = {

@@ -114,6 +114,12 @@ export function createClientRepository(db: Database) {
       return client ?? 'unknown_client';
     },
 
+    /** What a client's own credentials may read of it: its name and the zone its days are counted in; undefined when there is no such client. */
+    async profile(clientId: string): Promise<ClientProfile | undefined> {
+      const [client] = await db.query<ClientProfile>('SELECT name, time_zone FROM clients WHERE client_id = $1', [clientId]);
+      return client;
+    },
+
     /** The zone a client's days are counted in; the default when there is no such client. */
     async timeZone(clientId: string): Promise<string> {
       const [client] = await db.query<Pick<Client, 'time_zone'>>('SELECT time_zone FROM clients WHERE client_id = $1', [clientId]);
@@ -160,9 +166,15 @@ export function createClientRepository(db: Database) {
 }
 
 /** What a client's requests read of its settings. */
-export type ClientSettings = Pick<ClientRepository, 'timeZone'>;
+export type ClientSettings = Pick<ClientRepository, 'timeZone' | 'profile'>;
+
+export interface ClientProfile {
+  name: string;
+  time_zone: string;
+}
 
 /** The settings of the UAT test credentials, which have no client: the defaults. */
 export const standInClientSettings: ClientSettings = {
   timeZone: async () => DEFAULT_TIME_ZONE,
+  profile: async () => ({ name: 'UAT test credentials', time_zone: DEFAULT_TIME_ZONE }),
 };

@@ -1,9 +1,9 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type, type Static } from 'typebox';
-import type { Environment, Tenant } from '../auth/tenant.js';
+import type { Tenant } from '../auth/tenant.js';
 import type { Store } from '../db/store.js';
 import { localToday } from '../calendar.js';
-import { ErrorEnvelope } from '../http/schemas.js';
+import { EnvironmentServed, ErrorEnvelope } from '../http/schemas.js';
 import type { Feed } from './repository.js';
 
 /** The days a feed's health covers, today (in the client's time zone) included. */
@@ -15,13 +15,7 @@ const Count = (feed: string) => Type.Integer({ description: `${feed} received th
 const LastAt = Type.Union([Type.String({ format: 'date-time' }), Type.Null()]);
 export const FeedHealthReport = Type.Object(
   {
-    environment: Type.Unsafe<Environment>({
-      type: 'string',
-      enum: ['production', 'uat'],
-      description:
-        "The environment whose data this port serves and these figures are of: production, or uat (the acceptance-testing copy on the UAT port, its data kept apart). The dashboard shows it beside the client's figures.",
-      examples: ['production'],
-    }),
+    environment: EnvironmentServed,
     time_zone: Type.String({
       description: "The client's IANA time zone, whose local days `days` are: the days the reports API's start_date and end_date name.",
       examples: ['America/New_York'],

@@ -1,4 +1,5 @@
 import { Type } from 'typebox';
+import type { Environment } from '../auth/tenant.js';
 
 /**
  * The longest free text taken (names, addresses, codes, tags): far beyond real ones, and a bound
@@ -26,3 +27,11 @@ export const DateTime = (description: string) =>
 
 // Beside the request schemas, for the routes' response schemas.
 export { ErrorEnvelope } from './error-envelope.js';
+
+/** The environment a port serves: production, or uat (the acceptance-testing copy, its data kept apart). */
+export const EnvironmentServed = Type.Unsafe<Environment>({
+  type: 'string',
+  enum: ['production', 'uat'],
+  description: 'The environment whose data this port serves: production, or uat (the acceptance-testing copy on the UAT port, its data kept apart).',
+  examples: ['production'],
+});
