@@ -248,11 +248,14 @@ describe('the dashboard and the API reference in a real browser', { skip }, () =
       }
     }
 
-    // Feeds: today's arrivals are counted.
+    // Feeds: today's arrivals are counted, once the figures are in.
+    await page.locator('section:has(#feeds)[aria-busy="false"]').waitFor({ state: 'attached' });
     const today = await page.$$eval('#feeds tbody tr:first-child td', (cells) => cells.map((cell) => Number(cell.textContent)));
     assert.deepEqual(today, [10, 33, 20]);
     // The port's environment, as the API names it.
     assert.deepEqual(await environmentShown(), { text: 'Production', environment: 'production', visible: true });
+    const me = (await service.production.inject({ method: 'GET', url: '/v1/client', headers: client.headers })).json();
+    assert.equal(await page.locator('#client-name').textContent(), me.name);
     await shot('2-dashboard');
   });
 
@@ -418,6 +421,7 @@ describe('the dashboard and the API reference in a real browser', { skip }, () =
     assert.match(await page.title(), /^UAT/);
     await shot('6b-uat-empty');
     await page.getByRole('button', { name: 'Sign out' }).click();
+    assert.equal(await page.locator('#client-name').textContent(), '', 'nothing of the client stays on the page');
   });
 
   describe('a shop with two periods: the headline, the comparison of models, the names of rows', () => {
@@ -490,7 +494,8 @@ describe('the dashboard and the API reference in a real browser', { skip }, () =
       const storeBefore = await report({ ...PREVIOUS_30, level: 'total', granularity: 'PERIOD', metrics: STORE_METRICS.join(',') }, shop);
       const attribution = { model: 'linear', window: '30', mode: 'cash' };
       const platforms = await report({ ...LAST_30, ...attribution, level: 'platform', granularity: 'PERIOD', metrics: TABLE_METRICS.join(',') }, shop);
-      const platformsBefore = await report({ ...PREVIOUS_30, ...attribution, level: 'platform', granularity: 'PERIOD', metrics: 'spend,rev' }, shop);
+      const paidQuery = { ...attribution, level: 'total', channels: 'paid', granularity: 'PERIOD', metrics: TABLE_METRICS.join(',') };
+      const [paidNow, paidThen] = [await report({ ...LAST_30, ...paidQuery }, shop), await report({ ...PREVIOUS_30, ...paidQuery }, shop)];
       const [now, earlier] = [store.totals as Record<string, number>, storeBefore.totals as Record<string, number>];
       const shown = await kpis();
       assert.deepEqual(Object.keys(shown), ['spend', 'paid_rev', 'roas', 'mer', 'transactions', 'new_share', 'blended_cac']);
@@ -501,13 +506,15 @@ describe('the dashboard and the API reference in a real browser', { skip }, () =
         assert.equal(shown[metric]!.previous, String(earlier[metric]), `${metric} before`);
         close(shown[metric]!.change, relative(now[metric]!, earlier[metric]!), `${metric} change`);
       }
-      // The API has no total of the paid channels: the sum of its rows' rev over the platforms with spend.
-      const [paid, paidBefore] = [paidRevenue(platforms), paidRevenue(platformsBefore)];
-      close(shown.paid_rev!.value, paid, 'attributed revenue');
-      close(shown.paid_rev!.previous, paidBefore, 'attributed revenue before');
+      // The paid channels' figures are the API's channels=paid totals: the rows of the platforms with spend, added up.
+      const [paid, paidBefore] = [paidNow.totals.rev!, paidThen.totals.rev!];
+      close(String(paid), paidRevenue(platforms), 'the paid total is the sum of the paid platforms\' rows');
+      assert.equal(shown.paid_rev!.value, String(paid), 'attributed revenue');
+      assert.equal(shown.paid_rev!.previous, String(paidBefore), 'attributed revenue before');
       close(shown.paid_rev!.change, relative(paid, paidBefore), 'attributed revenue change');
-      close(shown.roas!.value, paid / now.spend!, 'ROAS');
-      close(shown.roas!.change, relative(paid / now.spend!, paidBefore / earlier.spend!), 'ROAS change');
+      assert.equal(shown.roas!.value, String(paidNow.totals.roas), 'ROAS');
+      close(shown.roas!.value, Math.round((paid / now.spend!) * 1e6) / 1e6, 'ROAS is paid revenue ÷ spend');
+      close(shown.roas!.change, relative(paidNow.totals.roas!, paidThen.totals.roas!), 'ROAS change');
       close(shown.new_share!.value, now.new_customers! / now.transactions!, "new customers' share");
       close(shown.new_share!.change, now.new_customers! / now.transactions! - earlier.new_customers! / earlier.transactions!, "new customers' share change, in points");
 
@@ -525,7 +532,7 @@ describe('the dashboard and the API reference in a real browser', { skip }, () =
       const footer = async (row: string) =>
         Object.fromEntries(await page2.$$eval(`#performance tfoot tr.${row} td[data-metric]`, (cells) => cells.map((cell) => [cell.getAttribute('data-metric'), cell.getAttribute('data-value')])));
       assert.deepEqual(await footer('all'), Object.fromEntries(TABLE_METRICS.map((metric) => [metric, String(platforms.totals[metric])])));
-      close((await footer('paid')).rev!, paid, 'paid row');
+      assert.deepEqual(await footer('paid'), Object.fromEntries(TABLE_METRICS.map((metric) => [metric, String(paidNow.totals[metric])])));
       assert.match(await page2.locator('#performance tfoot tr.paid th').innerText(), /^Paid channels/);
       assert.match(await page2.locator('#performance tfoot tr.all th').innerText(), /^All rows/);
 
@@ -557,7 +564,9 @@ describe('the dashboard and the API reference in a real browser', { skip }, () =
         for (const row of shown) assert.equal(row.values[model!], revenueOf[model!]!.get(row.key) ?? '', `${row.name} under ${model}`);
         const all = await page2.getAttribute(`#comparison tfoot tr.all td[data-model="${model}"]`, 'data-value');
         assert.equal(all, String(answer.totals.rev), `every row under ${model}`);
-        close((await page2.getAttribute(`#comparison tfoot tr.paid td[data-model="${model}"]`, 'data-value'))!, paidRevenue(answer), `paid channels under ${model}`);
+        const paidUnder = await report({ ...LAST_30, model: model!, window: '30', mode: 'cash', level: 'total', channels: 'paid', granularity: 'PERIOD', metrics: 'rev' }, shop);
+        assert.equal(await page2.getAttribute(`#comparison tfoot tr.paid td[data-model="${model}"]`, 'data-value'), String(paidUnder.totals.rev), `paid channels under ${model}`);
+        close(String(paidUnder.totals.rev), paidRevenue(answer), `paid channels under ${model}: the paid platforms' rows`);
       }
       assert.notEqual(revenueOf.first_touch!.get('meta'), revenueOf.last_touch!.get('meta'), 'the models disagree on meta');
       // The table above and the comparison show the same rows, in the same order.

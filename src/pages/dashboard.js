@@ -181,14 +181,13 @@ const periodQuery = ({ start_date, end_date }) => ({ start_date, end_date });
  */
 let view = null;
 
-function newView(period, health) {
+function newView(period) {
   return {
     period,
     previous: previousOf(period),
     model: $('model').value,
     window: $('window').value,
     mode: $('mode').value,
-    health,
     /** Rows of the table per model and depth ("linear/1"): promises, and the answers once in. */
     asked: new Map(),
     answers: new Map(),
@@ -203,15 +202,10 @@ function comparedModels(v) {
   return [v.model, ...[...models.keys()].filter((model) => model !== v.model && ticked.has(model))];
 }
 
-/**
- * The rows of one level for one model, asked once per view: the table's metrics for the model
- * picked, revenue for the others (and spend, which tells the paid channels).
- */
-function rowsFor(v, model, depth) {
-  const key = `${model}/${depth}`;
+/** A report of the view under `key` ("linear/1"), asked once per view. */
+function askOnce(v, key, query) {
   if (!v.asked.has(key)) {
-    const metrics = model === v.model ? TABLE_METRICS.join(',') : 'spend,rev';
-    const asked = report({ ...attributionQuery(v, model), level: LEVELS[depth].level, granularity: 'PERIOD', metrics }).then(
+    const asked = report(query).then(
       (answer) => {
         v.answers.set(key, answer);
         return answer;
@@ -226,25 +220,28 @@ function rowsFor(v, model, depth) {
   return v.asked.get(key);
 }
 
-/** Every level open and every model compared, asked side by side. */
-const allRowsOf = (v, depths) => Promise.all(depths.flatMap((depth) => comparedModels(v).map((model) => rowsFor(v, model, depth))));
+/** The table's metrics for the model picked, revenue for the others (and spend, which names a channel without spend). */
+const metricsOf = (v, model) => (model === v.model ? TABLE_METRICS.join(',') : 'spend,rev');
+
+/** The rows of one level for one model. */
+const rowsFor = (v, model, depth) =>
+  askOnce(v, `${model}/${depth}`, { ...attributionQuery(v, model), level: LEVELS[depth].level, granularity: 'PERIOD', metrics: metricsOf(v, model) });
+
+/**
+ * The paid channels' figures for one model: the rows of the platforms with spend in the period,
+ * added up by the API. The picked model's by day, for the chart: their totals are the period's.
+ */
+const paidFor = (v, model) =>
+  askOnce(v, `${model}/paid`, { ...attributionQuery(v, model), level: 'total', channels: 'paid', granularity: model === v.model ? 'DAILY' : 'PERIOD', metrics: metricsOf(v, model) });
+
+/** Every level open of each model (every model compared, by default), with each model's paid total, asked side by side. */
+const allRowsOf = (v, depths, shownModels = comparedModels(v)) =>
+  Promise.all(shownModels.flatMap((model) => [paidFor(v, model), ...depths.map((depth) => rowsFor(v, model, depth))]));
 
 const openDepths = () => [0, ...new Set([...expanded].map((key) => key.split('\u0000').length))];
 
-/**
- * Whether a platform row's platform carries spend in the period: what "paid channels" are. The
- * API has no total of their attributed revenue (its totals add every row, direct and
- * unattributed included): the page adds the rows' `rev`, as the API gave them.
- */
+/** Whether a platform row's platform carries spend in the period: a paid channel, as the API's channels=paid keeps them. */
 const isPaid = (row) => Number(row.spend) !== 0;
-
-function paidOf(answer) {
-  if (!answer) return { rev: null, platforms: new Set() };
-  const paid = answer.rows.filter(isPaid);
-  // Amounts in several currencies are never added: the API's currency is null then.
-  const rev = answer.currency === null && answer.rows.length > 0 ? null : paid.reduce((sum, row) => sum + Number(row.rev), 0);
-  return { rev, platforms: new Set(paid.map((row) => row.platform)) };
-}
 
 // The headline -------------------------------------------------------------------------------
 
@@ -295,11 +292,10 @@ function renderHeadline(v) {
     $('headline-note').textContent = '';
     return;
   }
-  const { store, storeBefore, platformsBefore } = v;
+  const { store, storeBefore, paidBefore } = v;
   const [now, before] = [store.totals, storeBefore.totals];
+  const [paid, paidThen] = [v.answers.get(`${v.model}/paid`).totals, paidBefore.totals];
   const money = headlineMoney(store.currency);
-  const paid = paidOf(v.answers.get(`${v.model}/0`)).rev;
-  const paidBefore = paidOf(platformsBefore).rev;
   const ratio = (numerator, denominator) => (missing(numerator) || missing(denominator) || denominator === 0 ? null : numerator / denominator);
   const against = previousDays(v.period);
   const modelName = models.get(v.model)?.name ?? v.model;
@@ -309,14 +305,14 @@ function renderHeadline(v) {
     kpi({
       id: 'paid_rev',
       label: 'Attributed revenue',
-      value: paid,
-      previous: paidBefore,
+      value: paid.rev,
+      previous: paidThen.rev,
       format: money,
       hint: `Credited to paid channels (platforms with spend) by ${modelName}`,
       follows: true,
       against,
     }),
-    kpi({ id: 'roas', label: 'ROAS', value: ratio(paid, now.spend), previous: ratio(paidBefore, before.spend), format: ratioFormat, hint: 'Attributed revenue ÷ spend', follows: true, against }),
+    kpi({ id: 'roas', label: 'ROAS', value: paid.roas, previous: paidThen.roas, format: ratioFormat, hint: 'Attributed revenue ÷ spend', follows: true, against }),
     kpi({ id: 'mer', label: 'MER', value: now.mer, previous: before.mer, format: ratioFormat, hint: `Store revenue ${money(now.revenue)} ÷ spend`, against }),
     kpi({ id: 'transactions', label: 'Orders', value: now.transactions, previous: before.transactions, format: decimal(0), hint: 'Every order, whatever its channel', against }),
     kpi({
@@ -395,19 +391,16 @@ let chartData = null;
 
 /**
  * Every day of the period, those without rows at 0 (and no MER): the chart shows gaps in data as
- * they are. Spend, store revenue and MER are the API's `level=total` rows; the attributed revenue
- * of paid channels a day is the sum of that day's `rev` over the platforms with spend in the period.
+ * they are. Spend, store revenue and MER are the API's `level=total` rows, the attributed revenue
+ * of paid channels its `level=total&channels=paid` rows.
  */
 function chartDays(v) {
   const byDate = new Map(v.daily.rows.map((row) => [row.date, row]));
-  const paid = paidOf(v.answers.get(`${v.model}/0`));
   // Amounts in several currencies are not added, nor one of them shown as the day's: those days draw nothing.
   const several = (answer) => answer.currency === null && answer.rows.some((row) => row.currency !== null);
-  const severalCurrencies = several(v.dailyPlatforms) || several(v.daily);
-  const paidByDate = new Map();
-  for (const row of v.dailyPlatforms.rows) {
-    if (paid.platforms.has(row.platform)) paidByDate.set(row.date, (paidByDate.get(row.date) ?? 0) + Number(row.rev));
-  }
+  const dailyPaid = v.answers.get(`${v.model}/paid`);
+  const severalCurrencies = several(dailyPaid) || several(v.daily);
+  const paidByDate = new Map(dailyPaid.rows.map((row) => [row.date, row.rev]));
   const days = [];
   for (let day = v.period.start_date; day <= v.period.end_date; day = addDays(day, 1)) {
     const row = byDate.get(day);
@@ -557,7 +550,7 @@ function renderTable(v) {
   $('download').disabled = !hasRows;
   const severalCurrencies = hasRows && currency === null;
   const totals = top?.totals ?? {};
-  const paid = paidOf(top).rev;
+  const paid = v?.answers.get(`${v.model}/paid`)?.totals ?? {};
   const foot = document.querySelector('#performance tfoot');
   foot.replaceChildren(
     ...(hasRows
@@ -566,10 +559,7 @@ function renderTable(v) {
             'tr',
             { class: 'paid' },
             el('th', { scope: 'row', text: 'Paid channels (platforms with spend)' }),
-            metricCell(formats.spend, 'spend', totals.spend),
-            metricCell(formats.rev, 'rev', paid),
-            metricCell(formats.roas, 'roas', missing(paid) || !totals.spend ? null : paid / totals.spend),
-            el('td', { colspan: '3', class: 'muted-cell', text: 'Sum of the rows with spend' }),
+            ...TABLE_METRICS.map((metric) => metricCell(formats[metric], metric, paid[metric])),
           ),
           el(
             'tr',
@@ -637,7 +627,7 @@ function renderComparison(v, lines) {
   table.tFoot.replaceChildren(
     ...(hasRows
       ? [
-          el('tr', { class: 'paid' }, el('th', { scope: 'row', text: 'Paid channels' }), ...cellsOf(shownModels.map((model) => paidOf(v.answers.get(`${model}/0`)).rev))),
+          el('tr', { class: 'paid' }, el('th', { scope: 'row', text: 'Paid channels' }), ...cellsOf(shownModels.map((model) => v.answers.get(`${model}/paid`)?.totals.rev))),
           el('tr', { class: 'all' }, el('th', { scope: 'row', text: 'All rows' }), ...cellsOf(shownModels.map((model) => v.answers.get(`${model}/0`).totals.rev))),
         ]
       : []),
@@ -829,24 +819,20 @@ async function load() {
   $('download-status').textContent = '';
   if (!view) renderHeadline(null);
   try {
-    // The feeds answer names the client's time zone, whose days the period is: it comes first.
-    const health = await api('/v1/health/feeds');
-    if (mine !== loading) return;
-    showEnvironment(health.environment);
-    const v = newView(pickedPeriod(health.time_zone, new Date()), health);
+    // The period is of the client's days, in its time zone.
+    const v = newView(pickedPeriod(client.time_zone, new Date()));
     $('period-shown').replaceChildren(...describePeriod(v.period), el('span', { class: 'updating', text: ' · updating…' }));
     const storeQuery = (period, granularity) => ({ ...periodQuery(period), level: 'total', granularity, metrics: STORE_METRICS.join(',') });
-    const [store, storeBefore, daily, dailyPlatforms, platformsBefore] = await Promise.all([
+    const [store, storeBefore, daily, paidBefore] = await Promise.all([
       report(storeQuery(v.period, 'PERIOD')),
       report(storeQuery(v.previous, 'PERIOD')),
       report({ ...periodQuery(v.period), level: 'total', granularity: 'DAILY', metrics: 'spend,revenue,mer' }),
-      report({ ...attributionQuery(v), level: 'platform', granularity: 'DAILY', metrics: 'spend,rev' }),
-      report({ ...attributionQuery(v), ...periodQuery(v.previous), level: 'platform', granularity: 'PERIOD', metrics: 'spend,rev' }),
-      allRowsOf(v, openDepths()),
+      report({ ...attributionQuery(v), ...periodQuery(v.previous), level: 'total', channels: 'paid', granularity: 'PERIOD', metrics: 'rev,roas' }),
+      allRowsOf(v, openDepths(), [v.model]),
       showLearnt(v.model, v.period, v.window),
     ]);
     if (mine !== loading) return;
-    Object.assign(v, { store, storeBefore, daily, dailyPlatforms, platformsBefore });
+    Object.assign(v, { store, storeBefore, daily, paidBefore });
     view = v;
     showError(null);
     $('period-shown').replaceChildren(...describePeriod(v.period));
@@ -856,7 +842,10 @@ async function load() {
     $('chart-note').textContent = `Store revenue counts every order, whatever its channel. Attributed revenue is what ${modelName} credits to the platforms with spend in the period; MER is store revenue ÷ spend (right axis).`;
     drawChart(chartDays(v), daily.currency);
     renderTable(v);
-    renderFeeds(health);
+    // The figures first; the other models compared follow (their revenue beside the picked model's).
+    await allRowsOf(v, openDepths());
+    if (mine !== loading) return;
+    renderTable(v);
   } catch (error) {
     if (mine !== loading) return;
     if (error.status === 401) signOut();
@@ -947,6 +936,8 @@ function signOut() {
   // Nothing of this client stays on the page for the next one to see.
   loading++;
   view = null;
+  client = null;
+  $('client-name').textContent = '';
   expanded.clear();
   renderHeadline(null);
   $('customers-figures').replaceChildren();
@@ -958,16 +949,35 @@ function signOut() {
   showScreen(false);
 }
 
+/** The client of the credentials: its name, its time zone (whose days periods are) and the environment of the port. */
+let client = null;
+
+/** The feeds' data health: asked once the figures are in (it reads every record the client sent), not at each change of option. */
+async function loadFeeds() {
+  const section = $('feeds').closest('section');
+  section.setAttribute('aria-busy', 'true');
+  try {
+    renderFeeds(await api('/v1/health/feeds'));
+  } catch (error) {
+    showError(error);
+  } finally {
+    section.setAttribute('aria-busy', 'false');
+  }
+}
+
 async function start() {
   try {
-    await loadModels();
+    [client] = await Promise.all([api('/v1/client'), loadModels()]);
   } catch (error) {
     if (error.status === 401) signOut();
     showError(error);
     return;
   }
+  showEnvironment(client.environment);
+  $('client-name').textContent = client.name;
   showScreen(true);
   await load();
+  await loadFeeds();
 }
 
 $('sign-in').addEventListener('submit', async (event) => {
