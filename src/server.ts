@@ -2,6 +2,7 @@ import closeWithGrace from 'close-with-grace';
 import { buildApp } from './app.js';
 import { loadConfig, type Config } from './config.js';
 import { openMigratedDatabase } from './db/index.js';
+import { analyzeGrownTables } from './db/statistics.js';
 import { startExports } from './exports/index.js';
 import { createLogger } from './logger.js';
 import { createRateLimits } from './rate-limit/limits.js';
@@ -33,6 +34,8 @@ export async function startServer(config: Config = loadConfig(), { ignoreSignals
   const logger = createLogger(config.logLevel);
   const { db, applied } = await openMigratedDatabase(config);
   if (applied.length > 0) logger.info({ applied }, 'migrations applied');
+  // Tables another process loaded meanwhile (an import, the demo) are planned on their data from the first request.
+  await analyzeGrownTables(db);
 
   const exports = startExports(config, db, logger);
   const rateLimits = createRateLimits(config, logger);
