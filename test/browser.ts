@@ -1,5 +1,5 @@
 /**
- * What the dashboard's browser tests share: chromium as CI installs it, where screenshots go, and
+ * What the browser tests share: chromium as CI installs it, where screenshots go, and
  * the page's own signals (signing in, the end of a load, a drawn chart, what the console said).
  */
 import fs from 'node:fs';

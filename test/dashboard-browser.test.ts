@@ -2,15 +2,10 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
+import { chartColours, DASHBOARD_SCREENSHOTS as SCREENSHOTS, launchChromium, skip } from './browser.js';
 import { ADMIN_TOKEN, finishedExport, minimalOrder, parseCsv, startExportingService, type TestApp, type TestClient } from './helpers.js';
 
-const CHROMIUM = '/usr/bin/chromium';
-const CHROMIUM_ARGS = ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
-// CI installs the browser (.ci/run): there, a missing one is a failure, not a reason to skip.
-const skip = !fs.existsSync(CHROMIUM) && !process.env.CI ? `${CHROMIUM} is missing (apt-get install chromium): the browser test is skipped` : false;
-/** Kept out of git (.gitignore), to be looked at after a run. */
-const SCREENSHOTS = path.join(import.meta.dirname, '..', 'test-screenshots', 'dashboard');
 
 const DAY_MS = 86_400_000;
 /** A local day of the client (UTC) and of the browser (UTC too), `days` before today. */
@@ -145,7 +140,7 @@ describe('the dashboard and the API reference in a real browser', { skip }, () =
     url = await service.production.listen({ host: '127.0.0.1', port: 0 });
     uatUrl = await service.uat.listen({ host: '127.0.0.1', port: 0 });
     fs.mkdirSync(SCREENSHOTS, { recursive: true });
-    browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS });
+    browser = await launchChromium();
     page = await browser.newPage({ timezoneId: 'UTC', viewport: { width: 1280, height: 900 }, acceptDownloads: true });
     // Download links are signed for the configured public URL: sent to this test's server instead.
     const publicUrl = service.config.publicUrl;
@@ -203,13 +198,7 @@ describe('the dashboard and the API reference in a real browser', { skip }, () =
     assert.doesNotMatch(page.url(), new RegExp(client.api_key));
 
     // The chart is drawn: its canvas holds pixels of several colours.
-    const colours = (await page.evaluate(`(() => {
-      const canvas = document.querySelector('#chart canvas');
-      const { data } = canvas.getContext('2d').getImageData(0, 0, canvas.width, canvas.height);
-      const seen = new Set();
-      for (let i = 0; i < data.length; i += 4 * 37) if (data[i + 3] > 0) seen.add(data[i] + ',' + data[i + 1] + ',' + data[i + 2]);
-      return seen.size;
-    })()`)) as number;
+    const colours = await chartColours(page);
     assert.ok(colours >= 3, `the chart canvas holds ${colours} colours`);
 
     // The table's platforms are the report's rows of the whole period, and its totals the report's totals.

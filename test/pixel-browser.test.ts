@@ -6,12 +6,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { chromium, type BrowserContext, type Page, type Request } from 'playwright-core';
+import { CHROMIUM, CHROMIUM_ARGS, skip } from './browser.js';
 import { startService, UUID, minimalOrder, type TestClient, type TestService } from './helpers.js';
 
-const CHROMIUM = '/usr/bin/chromium';
-const CHROMIUM_ARGS = ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
-// CI installs the browser (.ci/run): there, a missing one is a failure, not a reason to skip.
-const skip = !fs.existsSync(CHROMIUM) && !process.env.CI ? `${CHROMIUM} is missing (apt-get install chromium): the browser test is skipped` : false;
 
 interface CollectBody {
   client_id: string;
