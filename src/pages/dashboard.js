@@ -160,12 +160,12 @@ const moneyIn = (currency, digits = 2) => (value) =>
       ? new Intl.NumberFormat(undefined, { style: 'currency', currency, maximumFractionDigits: digits, minimumFractionDigits: digits === 0 ? 0 : undefined }).format(value)
       : new Intl.NumberFormat(undefined, { maximumFractionDigits: digits }).format(value);
 const decimal = (digits) => (value) => (missing(value) ? '–' : new Intl.NumberFormat(undefined, { maximumFractionDigits: digits }).format(value));
-/** A ratio (ROAS, MER) always with its two decimals: 1.00, not 1. */
-const ratioFormat = (value) => (missing(value) ? '–' : new Intl.NumberFormat(undefined, { minimumFractionDigits: 2, maximumFractionDigits: 2 }).format(value));
+/** Always two decimals (1.00, not 1): ratios (ROAS, MER), and attributed transactions, which are shares of orders. */
+const twoDecimals = (value) => (missing(value) ? '–' : new Intl.NumberFormat(undefined, { minimumFractionDigits: 2, maximumFractionDigits: 2 }).format(value));
 const percent = (value, digits = 1) => (missing(value) ? '–' : new Intl.NumberFormat(undefined, { style: 'percent', maximumFractionDigits: digits }).format(value));
 /** A large amount without its cents, a small one with them. */
 const headlineMoney = (currency) => (value) => moneyIn(currency, !missing(value) && Math.abs(value) >= 1000 ? 0 : 2)(value);
-const tableFormats = (currency) => ({ spend: moneyIn(currency), rev: moneyIn(currency), roas: ratioFormat, cac: moneyIn(currency), txns: decimal(2), visits: decimal(0) });
+const tableFormats = (currency) => ({ spend: moneyIn(currency), rev: moneyIn(currency), roas: twoDecimals, cac: moneyIn(currency), txns: twoDecimals, visits: decimal(0) });
 
 /** A number as an attribute: as the API (or the page's sum) has it, '' for none. */
 const attribute = (value) => (missing(value) ? '' : String(value));
@@ -287,7 +287,7 @@ function kpi({ id, label, value, previous, format, kind = 'relative', hint, foll
 function renderHeadline(v) {
   const kpis = $('kpis');
   if (!v) {
-    const blank = ['Spend', 'Attributed revenue', 'ROAS', 'MER', 'Orders', "New customers' share", 'CAC'];
+    const blank = ['Spend', 'Attributed revenue', 'ROAS', 'MER', 'Orders', "New customers' share", 'Blended CAC'];
     kpis.replaceChildren(...blank.map((label) => el('div', { class: 'kpi empty-kpi' }, el('dt', { text: label }), el('dd', { class: 'value', 'data-value': '', text: '—' }), el('dd', { class: 'change neutral', text: '\u00a0' }), el('dd', { class: 'hint', text: '\u00a0' }))));
     $('headline-note').textContent = '';
     return;
@@ -312,8 +312,8 @@ function renderHeadline(v) {
       follows: true,
       against,
     }),
-    kpi({ id: 'roas', label: 'ROAS', value: paid.roas, previous: paidThen.roas, format: ratioFormat, hint: 'Attributed revenue ÷ spend', follows: true, against }),
-    kpi({ id: 'mer', label: 'MER', value: now.mer, previous: before.mer, format: ratioFormat, hint: `Store revenue ${money(now.revenue)} ÷ spend`, against }),
+    kpi({ id: 'roas', label: 'ROAS', value: paid.roas, previous: paidThen.roas, format: twoDecimals, hint: 'Attributed revenue ÷ spend', follows: true, against }),
+    kpi({ id: 'mer', label: 'MER', value: now.mer, previous: before.mer, format: twoDecimals, hint: `Store revenue ${money(now.revenue)} ÷ spend`, against }),
     kpi({ id: 'transactions', label: 'Orders', value: now.transactions, previous: before.transactions, format: decimal(0), hint: 'Every order, whatever its channel', against }),
     kpi({
       id: 'new_share',
@@ -325,7 +325,7 @@ function renderHeadline(v) {
       hint: missing(now.new_customers) || !now.transactions ? 'First orders ÷ orders' : `${decimal(0)(now.new_customers)} first orders of ${decimal(0)(now.transactions)}`,
       against,
     }),
-    kpi({ id: 'blended_cac', label: 'CAC', value: now.blended_cac, previous: before.blended_cac, format: money, hint: 'Spend ÷ new customers', against }),
+    kpi({ id: 'blended_cac', label: 'Blended CAC', value: now.blended_cac, previous: before.blended_cac, format: money, hint: 'Spend ÷ new customers', against }),
   );
   const several = store.currency === null && store.rows.length > 0;
   $('headline-note').replaceChildren(
@@ -449,7 +449,7 @@ function drawChart(days, currency) {
         { label: 'Spend', scale: 'money', stroke: cssColor('--spend'), width: 2, value: (_, v) => money(v) },
         { label: 'Store revenue (all orders)', scale: 'money', stroke: cssColor('--store'), width: 2, value: (_, v) => money(v) },
         { label: 'Attributed revenue, paid channels', scale: 'money', stroke: cssColor('--revenue'), width: 2, fill: cssColor('--revenue-fill'), value: (_, v) => money(v) },
-        { label: 'MER', scale: 'mer', stroke: cssColor('--mer'), width: 1.5, dash: [6, 4], value: (_, v) => ratioFormat(v) },
+        { label: 'MER', scale: 'mer', stroke: cssColor('--mer'), width: 1.5, dash: [6, 4], value: (_, v) => twoDecimals(v) },
       ],
       axes: [
         // Days, weeks or months apart, never hours: the points are days.
