@@ -2,6 +2,7 @@
  * What the browser tests share: chromium as CI installs it, where screenshots go, and
  * the page's own signals (signing in, the end of a load, a drawn chart, what the console said).
  */
+import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
@@ -49,4 +50,12 @@ export async function watchProblems(page: Page): Promise<{ consoleErrors: string
   await page.addInitScript(`window.__policyViolations = [];
     document.addEventListener('securitypolicyviolation', (event) => window.__policyViolations.push(event.violatedDirective + ' ' + event.blockedURI));`);
   return { consoleErrors, policyViolations: () => page.evaluate('window.__policyViolations ?? []') as Promise<string[]> };
+}
+
+/** Narrows `page` to a phone's screen (390 × 844), and asserts that nothing on it is wider. */
+export async function assertFitsAPhone(page: Page): Promise<void> {
+  await page.setViewportSize({ width: 390, height: 844 });
+  await page.waitForTimeout(300);
+  const overflow = (await page.evaluate('document.documentElement.scrollWidth - document.documentElement.clientWidth')) as number;
+  assert.ok(overflow <= 0, `the page is ${overflow}px wider than a phone`);
 }

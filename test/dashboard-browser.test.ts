@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
-import { chartColours, DASHBOARD_SCREENSHOTS as SCREENSHOTS, launchChromium, skip } from './browser.js';
+import { assertFitsAPhone, chartColours, DASHBOARD_SCREENSHOTS as SCREENSHOTS, launchChromium, skip } from './browser.js';
 import { ADMIN_TOKEN, finishedExport, minimalOrder, parseCsv, startExportingService, type TestApp, type TestClient } from './helpers.js';
 
 
@@ -327,10 +327,7 @@ describe('the dashboard and the API reference in a real browser', { skip }, () =
     assert.deepEqual(shown.dates, [dayBefore(8), dayBefore(2)]);
     assert.match(shown.text, /\(UTC\)$/);
     await page.emulateMedia({ colorScheme: 'dark' });
-    await page.setViewportSize({ width: 390, height: 844 });
-    await page.waitForTimeout(300);
-    const overflow = (await page.evaluate('document.documentElement.scrollWidth - document.documentElement.clientWidth')) as number;
-    assert.ok(overflow <= 0, `the page is ${overflow}px wider than a phone`);
+    await assertFitsAPhone(page);
     await shot('4-phone-dark');
     await page.setViewportSize({ width: 1280, height: 900 });
     await shot('5-laptop-dark');
@@ -681,13 +678,9 @@ describe('the dashboard and the API reference in a real browser', { skip }, () =
     });
 
     test('on a phone, the headline comes first and nothing is wider than the screen; light and dark', async () => {
-      await page2.setViewportSize({ width: 390, height: 844 });
-      await page2.waitForTimeout(300);
       for (const scheme of ['light', 'dark'] as const) {
         await page2.emulateMedia({ colorScheme: scheme });
-        await page2.waitForTimeout(200);
-        const overflow = (await page2.evaluate('document.documentElement.scrollWidth - document.documentElement.clientWidth')) as number;
-        assert.ok(overflow <= 0, `the page is ${overflow}px wider than a phone`);
+        await assertFitsAPhone(page2);
         const top = async (selector: string) => (await page2.locator(selector).boundingBox())!.y;
         assert.ok((await top('#kpis')) < (await top('#chart')) && (await top('#kpis')) < (await top('#performance')), 'the headline before the chart and the table');
         // Each figure on one line, none cut.

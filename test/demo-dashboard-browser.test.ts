@@ -7,7 +7,7 @@ import type { Browser, Page } from 'playwright-core';
 import { addDays, localToday } from '../src/calendar.js';
 import { runDemo, type DemoResult } from '../src/demo/run.js';
 import { DEMO_TIME_ZONE } from '../src/demo/shop.js';
-import { DASHBOARD_SCREENSHOTS, chartColours, launchChromium, loaded, signIn, skip, watchProblems } from './browser.js';
+import { DASHBOARD_SCREENSHOTS, assertFitsAPhone, chartColours, launchChromium, loaded, signIn, skip, watchProblems } from './browser.js';
 import { makeOrder, startService, type TestService } from './helpers.js';
 
 /*
@@ -199,10 +199,7 @@ describe("the demo shop's dashboard in a real browser, signed in with the demo's
 
   test('at 1440 and at 390 pixels wide, nothing is wider than the screen; no console error since the first load', async () => {
     await shot('demo-1440');
-    await page.setViewportSize({ width: 390, height: 844 });
-    await page.waitForTimeout(300);
-    const overflow = (await page.evaluate('document.documentElement.scrollWidth - document.documentElement.clientWidth')) as number;
-    assert.ok(overflow <= 0, `the page is ${overflow}px wider than a phone`);
+    await assertFitsAPhone(page);
     await shot('demo-390');
     await page.setViewportSize({ width: 1440, height: 900 });
     assert.deepEqual(problems.consoleErrors.slice(errorsOfFirstLoad), []);
