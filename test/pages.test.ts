@@ -18,6 +18,7 @@ const PAGES: [string, RegExp][] = [
   ['/pages/vendor/uPlot.iife.min.js', /^text\/javascript/],
   ['/pages/vendor/swagger-ui-bundle.js', /^text\/javascript/],
   ['/pages/vendor/swagger-ui.css', /^text\/css/],
+  ['/pages/icon.svg', /^image\/svg\+xml/],
 ];
 
 test('the pages and their files are served on both ports with the pages policy, and load nothing from elsewhere', async () => {

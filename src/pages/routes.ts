@@ -25,7 +25,7 @@ const packageFile = (name: string, file: string) => path.join(path.dirname(resol
 // The same path from src/pages/ and from dist/pages/: tsc does not copy these files into dist.
 const ownFile = (file: string) => new URL(`../../src/pages/${file}`, import.meta.url);
 
-const TYPES = { html: 'text/html; charset=utf-8', js: 'text/javascript; charset=utf-8', css: 'text/css; charset=utf-8' } as const;
+const TYPES = { html: 'text/html; charset=utf-8', js: 'text/javascript; charset=utf-8', css: 'text/css; charset=utf-8', svg: 'image/svg+xml' } as const;
 /** What each page path serves: its file, read once at start. Vendor files come from the installed packages, never a CDN. */
 const FILES: Record<string, URL | string> = {
   '/': ownFile('dashboard.html'),
@@ -34,6 +34,7 @@ const FILES: Record<string, URL | string> = {
   '/pages/dashboard.css': ownFile('dashboard.css'),
   '/pages/docs.js': ownFile('docs.js'),
   '/pages/docs.css': ownFile('docs.css'),
+  '/pages/icon.svg': ownFile('icon.svg'),
   '/pages/vendor/uPlot.iife.min.js': packageFile('uplot', 'dist/uPlot.iife.min.js'),
   '/pages/vendor/uPlot.min.css': packageFile('uplot', 'dist/uPlot.min.css'),
   '/pages/vendor/swagger-ui-bundle.js': packageFile('swagger-ui-dist', 'swagger-ui-bundle.js'),
