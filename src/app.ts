@@ -22,6 +22,7 @@ import { createLinkSigner, signingSecret } from './exports/links.js';
 import { exportFileRoutes, exportRoutes } from './exports/routes.js';
 import { feedHealthRoutes } from './feeds/health.js';
 import { clientRoutes } from './clients/routes.js';
+import { rateRoutes } from './rates/routes.js';
 import { healthRoutes } from './health.js';
 import { answerClientError } from './http/client-errors.js';
 import { limitTestCredentialBodies } from './http/test-credentials.js';
@@ -52,7 +53,8 @@ const API_TAGS = [
   { name: 'Touchpoints', description: 'Visits and ad views, the input of attribution, and the identities that link visitors to customers.' },
   { name: 'Attribution', description: 'Why an order is credited as it is, and the attribution models with what the data-driven ones learnt.' },
   { name: 'Exports', description: 'CSV files of spend, revenue and attributed metrics: create and poll them, and the catalogs of what they can hold.' },
-  { name: 'Reports', description: "An export's rows at once as JSON, and whether each feed (orders, spend, touchpoints) is arriving." },
+  { name: 'Reports', description: "An export's rows at once as JSON, the client of the credentials, and whether each feed (orders, spend, touchpoints) is arriving." },
+  { name: 'Exchange rates', description: "The client's own exchange rates, one a currency pair a day: send them, and read a pair's, inverse and cross rates derived." },
   { name: 'Collector', description: "Events from browsers and event pipelines: the public endpoint of /pixel.js, and Segment-spec events forwarded with the API's credentials." },
   { name: 'Admin', description: 'Clients and their API keys, for the operator holding ADMIN_TOKEN, on the production port.' },
 ] as const;
@@ -231,6 +233,7 @@ export async function buildApp({ config, db, environment, logger, rateLimits }: 
     await api.register(tagged('Reports', reportRoutes), { prefix: '/v1/reports' });
     await api.register(tagged('Reports', feedHealthRoutes), { prefix: '/v1/health' });
     await api.register(tagged('Reports', clientRoutes), { prefix: '/v1' });
+    await api.register(tagged('Exchange rates', rateRoutes), { prefix: '/v1/exchange-rates' });
   });
 
   return app;

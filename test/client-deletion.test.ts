@@ -47,6 +47,7 @@ async function populated(name: string): Promise<{ client: TestClient; exportId: 
     await send(client, '/v1/spend', { data: [{ ...hourlySpend('spring'), hour_start_iso: undefined, date: '2024-03-08' }] }, app);
     await send(client, '/v1/touchpoints', { data: [{ touchpoint_id: `${name}-t`, occurred_at: '2024-03-08T08:00:00Z', visitor_id: 'v' }] }, app);
     await send(client, '/v1/identities', { data: [{ visitor_id: 'v', order_id: `${name}-1` }] }, app);
+    await send(client, '/v1/exchange-rates', { data: [{ date: '2024-03-08', base: 'EUR', quote: 'USD', rate: 1.0933 }] }, app);
   }
   const created = await send(client, '/v1/exports/data-export', { period_type: 'FIXED', period_options: { period_starting_at: '2024-03-08T00:00:00Z', period_ending_at: '2024-03-09T00:00:00Z' }, metrics: [{ id: 'spend' }] }, service.production);
   const exportId = created.json().id as string;
@@ -111,6 +112,7 @@ test('deleting a client removes every row of it in both environments and its exp
         // The report's day: credits of the path's touchpoint and of the unattributed order; visits.
         attribution_credit_days: 2, attribution_visit_days: 1, attribution_days: 3, attribution_totals_kept: 1, attribution_paths: pathRows, attribution_change_keys: 1,
         attribution_learnt_models: 1,
+        exchange_rates: 2,
         clients: 1,
       },
     },
@@ -227,6 +229,7 @@ const WRITES: [string, object][] = [
   ['/v1/spend_hourly', { data: [hourlySpend('in-flight')] }],
   ['/v1/touchpoints', { data: [{ touchpoint_id: 'in-flight', occurred_at: '2024-03-08T08:00:00Z', visitor_id: 'v' }] }],
   ['/v1/identities', { data: [{ visitor_id: 'v', customer_id: 'c' }] }],
+  ['/v1/exchange-rates', { data: [{ date: '2024-03-08', base: 'EUR', quote: 'USD', rate: 1.0933 }] }],
 ];
 for (const [url, payload] of WRITES) {
   test(`POST ${url} of a client deleted while it is handled: 401 as its next request, nothing stored`, { skip: racing }, async () => {

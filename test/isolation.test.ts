@@ -168,6 +168,18 @@ const segmentBatch = (ids: Ids) => ({
   ],
 });
 const identities = (ids: Ids) => ({ data: [{ visitor_id: ids.visitor_id, order_id: ids.order_id }] });
+/** A rate of the world's day: A's, or the one B sends. */
+const A_RATE = 1.0834;
+const B_RATE = 2.5;
+const rates = (rate: number) => ({ data: [{ date: DAY, base: 'EUR', quote: 'USD', rate }] });
+const ratesOfTheDay = () => ({ base: 'EUR', quote: 'USD', start_date: DAY, end_date: DAY });
+const rateListProbe = (what: string, expected: () => object[]): Probe => ({
+  what,
+  method: 'GET',
+  route: '/v1/exchange-rates',
+  query: ratesOfTheDay,
+  check: (response) => assert.deepEqual((expectStatus(response, 200) as { data: object[] }).data, expected()),
+});
 const ofVisitor = (ids: Ids) => ({ visitor_id: ids.visitor_id });
 /** The customer of the world's order (makeOrder's and minimalOrder's default). */
 const ofCustomer = (ids: Ids) => ({ customer_id: `customer-of-${ids.order_id}` });
@@ -184,6 +196,7 @@ async function withClientData(app: TestApp, client: TestClient): Promise<World> 
   }
   expectStatus(await call(world, { method: 'POST', url: '/v1/touchpoints', payload: touchpoints(ids) }), 201);
   expectStatus(await call(world, { method: 'POST', url: '/v1/identities', payload: identities(ids) }), 201);
+  expectStatus(await call(world, { method: 'POST', url: '/v1/exchange-rates', payload: rates(A_RATE) }), 201);
   ids.export_id = expectStatus(await call(world, { method: 'POST', url: '/v1/exports/data-export', payload: exportRequest(ids) }), 201).id;
   assert.equal((await exportOutcome(world, ids.export_id)).status, 'SUCCESS');
   return world;
@@ -200,6 +213,7 @@ async function readBack(world: World) {
     spend: await Promise.all(SPEND.map((collection) => get(collection.path, spendList(collection, world.ids)))),
     breakdowns: await get('/v1/exports/breakdowns'),
     touchpoints: await get('/v1/touchpoints', ofCustomer(world.ids)),
+    rates: await get('/v1/exchange-rates', ratesOfTheDay()),
     export: await exportOutcome(world, world.ids.export_id),
   };
 }
@@ -216,6 +230,8 @@ interface Probe {
   payload?: (ids: Ids) => object;
   /** Asserts the answer; returns anything more the client learned through it. */
   check(response: LightMyRequestResponse, world: World): unknown;
+  /** Keys of the answer that name the client asking, which differ between clients by design: `check` asserts them. */
+  ownKeys?: string[];
 }
 
 function request(probe: Probe, ids: Ids, method: string = probe.method): InjectOptions {
@@ -336,6 +352,19 @@ const BEFORE_WRITES: Probe[] = [
     },
   },
   breakdownProbe('reads breakdown values: none', () => breakdowns([], [])),
+  {
+    what: 'reads which client it is: itself',
+    method: 'GET',
+    route: '/v1/client',
+    ownKeys: ['client_id', 'name'],
+    check(response, { app, client }) {
+      const me = expectStatus(response, 200) as Record<string, string>;
+      assert.equal(me.client_id, client.client_id);
+      assert.notEqual(me.name, 'A');
+      assert.equal(me.environment, app === service.uat ? 'uat' : 'production');
+    },
+  },
+  rateListProbe("lists the rates of A's pair and day: none", () => []),
   {
     what: 'reads attribution models: the catalog',
     method: 'GET',
@@ -489,6 +518,17 @@ const WRITES: Probe[] = [
     check: (response) => assert.equal(expectStatus(response, 201).linked, 1),
   },
   listTouchpointsProbe("lists touchpoints of A's visitor: its own only, linked to its own customer", ofVisitor, bTouchpoint),
+  {
+    what: "sends a rate of A's pair and day: a rate of its own",
+    method: 'POST',
+    route: '/v1/exchange-rates',
+    payload: () => rates(B_RATE),
+    check(response) {
+      const { inserted, updated } = expectStatus(response, 201);
+      assert.deepEqual({ inserted, updated }, { inserted: 1, updated: 0 });
+    },
+  },
+  rateListProbe("lists the rates of A's pair and day: its own only", () => [{ date: DAY, base: 'EUR', quote: 'USD', rate: B_RATE, source: 'stored' }]),
   explainProbe("explains its order of A's order id: its own order, credited to its own touchpoint", (response, { ids }) => {
     const { order_id, customer_id, purchase_total, touchpoints } = expectStatus(response, 200);
     assert.deepEqual(
@@ -514,12 +554,13 @@ const routesProbed = () => [...new Set(PROBES.flatMap((probe) => methodsOf(probe
  * masked (whether updated_at is created_at is kept), and so is the id of an export just created;
  * the world's ids are named rather than spelled.
  */
-function told(response: LightMyRequestResponse, ids: Ids, learned?: unknown) {
+function told(response: LightMyRequestResponse, ids: Ids, learned?: unknown, ownKeys: string[] = []) {
   const json = String(response.headers['content-type']).startsWith('application/json') && response.body !== '';
   const { 'content-type': type, 'content-length': length } = response.headers;
-  const answer = { status: response.statusCode, type, length, body: json ? response.json() : response.body, learned };
+  // The client's own keys differ in length between clients too.
+  const answer = { status: response.statusCode, type, length: ownKeys.length > 0 ? '<masked>' : length, body: json ? response.json() : response.body, learned };
   const text = JSON.stringify(answer, function (this: Record<string, unknown>, key, value) {
-    if (key === 'request_id' || key === 'created_at' || key === 'finished_at' || key === 'computed_at') return '<masked>';
+    if (key === 'request_id' || key === 'created_at' || key === 'finished_at' || key === 'computed_at' || ownKeys.includes(key)) return '<masked>';
     if (key === 'updated_at') return value === this.created_at ? '<created_at>' : '<later>';
     if (key === 'id' && UUID.test(String(value))) return '<new export id>';
     return value;
@@ -564,6 +605,7 @@ for (const environment of ENVIRONMENTS) {
         stored.touchpoints.data.map((t: Record<string, string>) => [t.touchpoint_id, t.occurred_at, t.campaign_id, t.linked_customer_id]),
         [[owner.ids.touchpoint_id, `${DAY}T08:00:00.000Z`, owner.ids.campaign, `customer-of-${owner.ids.order_id}`]],
       );
+      assert.deepEqual(stored.rates, { data: [{ date: DAY, base: 'EUR', quote: 'USD', rate: A_RATE, source: 'stored' }] });
       assert.equal(stored.export.status, 'SUCCESS');
     });
 
@@ -577,7 +619,7 @@ for (const environment of ENVIRONMENTS) {
             const answers = await Promise.all(
               worlds.map(async (world) => {
                 const response = await call(world, request(probe, world.ids, method));
-                return told(response, world.ids, method === probe.method ? await probe.check(response, world) : undefined);
+                return told(response, world.ids, method === probe.method ? await probe.check(response, world) : undefined, probe.ownKeys);
               }),
             );
             assertAllTheSame(answers, `${method} ${probe.route}`);

@@ -17,7 +17,7 @@ import { ADMIN_TOKEN, closedSchema, startService, type TestApp, type TestClient,
 const addFormats = addFormatsPlugin as unknown as typeof addFormatsPlugin.default;
 
 /** The groups, in the order /docs shows them. */
-const GROUPS = ['Orders', 'Spend', 'Touchpoints', 'Attribution', 'Exports', 'Reports', 'Collector', 'Admin'];
+const GROUPS = ['Orders', 'Spend', 'Touchpoints', 'Attribution', 'Exports', 'Reports', 'Exchange rates', 'Collector', 'Admin'];
 
 /** The group of each path: the first that matches. */
 const GROUP_OF_PATH: [RegExp, string][] = [
@@ -27,6 +27,7 @@ const GROUP_OF_PATH: [RegExp, string][] = [
   [/^\/v1\/touchpoints$|^\/v1\/identities$/, 'Touchpoints'],
   [/^\/v1\/exports\//, 'Exports'],
   [/^\/v1\/reports\/performance$|^\/v1\/health\/feeds$|^\/v1\/client$/, 'Reports'],
+  [/^\/v1\/exchange-rates$/, 'Exchange rates'],
   [/^\/v1\/collect$|^\/v1\/events\/segment$/, 'Collector'],
   [/^\/admin\/v1\//, 'Admin'],
 ];
@@ -196,6 +197,8 @@ const STEPS: Step[] = [
   { operation: 'GET /v1/reports/performance' },
   { operation: 'GET /v1/health/feeds' },
   { operation: 'GET /v1/client' },
+  { operation: 'POST /v1/exchange-rates' },
+  { operation: 'GET /v1/exchange-rates' },
   { operation: 'POST /v1/customers/erase' },
   { operation: 'DELETE /v1/spend_hourly' },
   { operation: 'DELETE /v1/spend' },

@@ -246,6 +246,24 @@ const PROBES: Probe[] = [
       last_received_at: { orders: null, spend: null, touchpoints: null },
     },
   },
+  {
+    route: 'GET /v1/client',
+    request: { url: '/v1/client' },
+    status: 200,
+    body: { client_id: 'test', name: 'UAT test credentials', time_zone: 'UTC', environment: 'uat' },
+  },
+  {
+    route: 'POST /v1/exchange-rates',
+    request: { url: '/v1/exchange-rates', payload: { data: [{ date: '2024-03-08', base: 'EUR', quote: 'USD', rate: 1.0933 }, { date: '2024-03-08', base: 'EUR', quote: 'GBP', rate: 0.85283 }] } },
+    status: 201,
+    body: { message: 'Stored 2 rates', inserted: 2, updated: 0, request_id: REQUEST_ID },
+  },
+  {
+    route: 'GET /v1/exchange-rates',
+    request: { url: '/v1/exchange-rates?base=GBP&quote=USD&start_date=2024-03-01&end_date=2024-03-31' },
+    status: 200,
+    body: { data: [] },
+  },
 ];
 
 const methodOf = (probe: Probe) => probe.route.split(' ')[0] as InjectOptions['method'];

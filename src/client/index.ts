@@ -9,6 +9,7 @@ import type { AttributionModelList, BreakdownList, ExportResult, MetricList } fr
 import type { ExportRequest } from '../exports/schema.js';
 import type { FeedHealthReport } from '../feeds/health.js';
 import type { ClientAnswer } from '../clients/routes.js';
+import type { ExchangeRate as ExchangeRateSchema, RateList, RateListQuery, RatesStored } from '../rates/schema.js';
 import type { AliasRequest, AliasResult, OrderListQuery, OrderPage, OrderPatch, OrderAsSent, PatchResult, UpsertResult, Warning } from '../orders/schema.js';
 import type { PerformanceQuery as PerformanceQuerySchema, PerformanceReport as PerformanceReportSchema } from '../reports/routes.js';
 import type { KEY_FIELDS, spendSchemas } from '../spend/schema.js';
@@ -25,6 +26,7 @@ import {
   MAX_ALIASES_PER_REQUEST,
   MAX_IDENTITIES_PER_REQUEST,
   MAX_ORDERS_PER_REQUEST,
+  MAX_RATES_PER_REQUEST,
   MAX_RECORDS_PER_REQUEST,
   MAX_TOUCHPOINTS_PER_REQUEST,
 } from '../request-limits.js';
@@ -84,6 +86,10 @@ export type PerformanceQuery = Static<typeof PerformanceQuerySchema>;
 export type PerformanceReport = Static<typeof PerformanceReportSchema>;
 export type FeedHealth = Static<typeof FeedHealthReport>;
 export type ClientOfCredentials = Static<typeof ClientAnswer>;
+export type ExchangeRate = Static<typeof ExchangeRateSchema>;
+export type ExchangeRateQuery = Static<typeof RateListQuery>;
+export type ExchangeRates = Static<typeof RateList>;
+export type RatesUpserted = Pick<Static<typeof RatesStored>, 'inserted' | 'updated'> & { warnings: NonNullable<Static<typeof RatesStored>['warnings']> } & BatchedResult;
 export type CustomerErasureRequest = Static<typeof ErasureBody>;
 export type CustomerErasureResult = Static<typeof ErasureResult>;
 
@@ -287,6 +293,29 @@ export class Tributary {
   /** Whether orders, spend and touchpoints are arriving: records received a day, and each feed's last. */
   readonly health = {
     feeds: ({ signal }: CallOptions = {}) => this.#http.json<FeedHealth>('GET', '/v1/health/feeds', { idempotent: true, signal }),
+  };
+
+  /** The client's own exchange rates, one a pair a day (1 base = rate quote); a pair's read with inverse and cross rates derived. */
+  readonly exchangeRates = {
+    /** Upserts any number of rates, in batches of 1,000; answers what they stored, and the rates stored rounded (`loc` into the whole input). */
+    upsert: async (rates: readonly ExchangeRate[], { signal }: CallOptions = {}): Promise<RatesUpserted> => {
+      let offset = 0;
+      const results = await inBatches(rates, MAX_RATES_PER_REQUEST, async (batch) => {
+        const result = await this.#http.json<Static<typeof RatesStored>>('POST', '/v1/exchange-rates', { body: { data: batch }, idempotent: true, signal });
+        const warnings = (result.warnings ?? []).map((warning) => ({ ...warning, loc: locInInput(warning.loc, offset) }));
+        offset += batch.length;
+        return { ...result, warnings };
+      });
+      const sum = (field: 'inserted' | 'updated') => results.reduce((total, result) => total + result[field], 0);
+      return {
+        inserted: sum('inserted'),
+        updated: sum('updated'),
+        warnings: results.flatMap((result) => result.warnings),
+        request_ids: results.map((result) => result.request_id),
+      };
+    },
+    list: (query: ExchangeRateQuery, { signal }: CallOptions = {}) =>
+      this.#http.json<ExchangeRates>('GET', '/v1/exchange-rates', { query, idempotent: true, signal }),
   };
 
   readonly customers = {

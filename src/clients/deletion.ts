@@ -28,6 +28,7 @@ const CLIENT_TABLES = {
   attribution_changes: ['environment', 'slot'],
   attribution_change_keys: ['environment', 'visitor_id', 'customer_id'],
   attribution_learnt_models: ['environment', 'model', 'attribution_window', 'channel_grouping', 'markov_order', 'trained_from', 'trained_before'],
+  exchange_rates: ['environment', 'base', 'quote', 'day'],
   api_keys: ['key_id'],
 } as const;
 

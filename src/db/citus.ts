@@ -26,6 +26,7 @@ export const TABLE_PLACEMENT = {
   attribution_visit_days: 'distributed',
   attribution_paths: 'distributed',
   attribution_learnt_models: 'distributed',
+  exchange_rates: 'distributed',
   service_settings: 'reference',
   schema_migrations: 'coordinator',
 } as const satisfies Record<string, 'distributed' | 'reference' | 'coordinator'>;

@@ -7,6 +7,7 @@ import { createBreakdownCatalog, standInBreakdowns, type BreakdownCatalog } from
 import { createExportJobs, standInExportRequests, type ExportRequests } from '../exports/jobs.js';
 import { createFeedRepository, standInFeeds, type FeedRepository } from '../feeds/repository.js';
 import { createOrderRepository, standInOrders, type OrderRepository } from '../orders/repository.js';
+import { createRateRepository, standInRates, type RateRepository } from '../rates/repository.js';
 import { createReportRepository, standInReports, type ReportRepository } from '../reports/repository.js';
 import { daily, hourly, type SpendCollection } from '../spend/collection.js';
 import { createSpendRepository, standInSpend, type SpendRepository } from '../spend/repository.js';
@@ -32,6 +33,7 @@ export interface Store {
   breakdowns: BreakdownCatalog;
   reports: ReportRepository;
   feeds: FeedRepository;
+  rates: RateRepository;
 }
 
 declare module 'fastify' {
@@ -68,6 +70,7 @@ function databaseStore(db: Database, { linkTtlSeconds, reportLockWaitMs, tenantR
     breakdowns: createBreakdownCatalog(db),
     reports: createReportRepository(db, { lockWaitMs: reportLockWaitMs, share }),
     feeds: createFeedRepository(db),
+    rates: createRateRepository(db),
   };
 }
 
@@ -85,6 +88,7 @@ function standInStore(real: Store): Store {
     breakdowns: standInBreakdowns,
     reports: standInReports,
     feeds: standInFeeds,
+    rates: standInRates,
   };
 }
 
