@@ -173,7 +173,7 @@ program
     if (!(KINDS as readonly string[]).includes(value)) throw new InvalidArgumentError(`must be one of ${KINDS.join(', ')}`);
     return value as Kind;
   })
-  .argument('<file>', 'NDJSON, a JSON array, or CSV (Shopify orders export; Meta Ads Manager or Google Ads daily campaign report)')
+  .argument('<file>', "NDJSON, a JSON array, or CSV (Shopify orders export; Meta Ads Manager or Google Ads daily campaign report; the ECB's reference rates)")
   .option('--url <url>', 'the API (env TRIBUTARY_URL)', process.env.TRIBUTARY_URL ?? 'http://127.0.0.1:8080')
   .option('--uat-url <url>', `the UAT API, for --dry-run (env TRIBUTARY_UAT_URL; default: --url on port ${DEFAULT_UAT_PORT} when it is on ${DEFAULT_PORT} or ${DEFAULT_UAT_PORT})`, process.env.TRIBUTARY_UAT_URL)
   .option('--api-key <key>', 'API key (env TRIBUTARY_API_KEY)', process.env.TRIBUTARY_API_KEY)

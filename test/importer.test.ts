@@ -247,6 +247,7 @@ describe('touchpoints', () => {
     const csv = fixture('touchpoints.csv');
     const fromCsv = await importFile('touchpoints', csv, options);
     assert.deepEqual([fromCsv.sent, fromCsv.inserted, fromCsv.rejected], [3, 3, 1]);
+    assert.deepEqual(Object.keys(fromCsv).sort(), ['format', 'inserted', 'reject_file', 'rejected', 'sent', 'skipped', 'target', 'updated', 'warnings'], 'the summary holds counts only');
     assert.equal(rejectsOf(csv)[0]!.record.touchpoint_id, 'tp-4');
 
     const ndjson = fixture('touchpoints.ndjson');
@@ -261,6 +262,135 @@ describe('touchpoints', () => {
       ['tp-1', 'facebook'],
       ['tp-2', 'google'],
     ]);
+  });
+});
+
+describe('rates', () => {
+  // A client of its own each test: the files share pairs and days.
+  const ownClient = async () => {
+    const fresh = await service.createClient();
+    const client = new Tributary({ url, apiKey: fresh.api_key, clientId: fresh.client_id });
+    const list = async (base: string, quote: string, start_date: string, end_date: string) => (await client.exchangeRates.list({ base, quote, start_date, end_date })).data;
+    return { list, options: { ...options, apiKey: fresh.api_key, clientId: fresh.client_id }, env: { ...process.env, TRIBUTARY_API_KEY: fresh.api_key, TRIBUTARY_CLIENT_ID: fresh.client_id } };
+  };
+  const write = (name: string, text: string) => {
+    const file = path.join(fs.mkdtempSync(path.join(work, 'import-')), name);
+    fs.writeFileSync(file, text);
+    return file;
+  };
+  /** The fixture's rates: 3 days of 30 currencies, and 2 days of 1999 with 19 known currencies between them. */
+  const ECB_RATES = 129;
+
+  test("the ECB's eurofxref-hist.csv: a rate of each cell, 1 EUR in the column's currency, as written; N/A and unknown currencies' columns left out", async () => {
+    const { list, options: own } = await ownClient();
+    const file = fixture('eurofxref-hist.csv');
+    const summary = await importFile('rates', file, own);
+    assert.deepEqual(pick(summary, 'format', 'target', 'sent', 'inserted', 'updated', 'rejected'), { format: 'ecb', target: 'rates', sent: ECB_RATES, inserted: ECB_RATES, updated: 0, rejected: 0 });
+    assert.deepEqual(await list('EUR', 'USD', '2024-11-26', '2024-11-30'), [
+      { date: '2024-11-27', base: 'EUR', quote: 'USD', rate: 1.0519, source: 'stored' },
+      { date: '2024-11-28', base: 'EUR', quote: 'USD', rate: 1.0557, source: 'stored' },
+      { date: '2024-11-29', base: 'EUR', quote: 'USD', rate: 1.0565, source: 'stored' },
+    ]);
+    // Every digit kept, none added: 1.1790 is 1.179.
+    assert.deepEqual((await list('EUR', 'USD', '1999-01-04', '1999-01-05')).map((rate) => [rate.date, rate.rate, rate.source]), [
+      ['1999-01-04', 1.1789, 'stored'],
+      ['1999-01-05', 1.179, 'stored'],
+    ]);
+    const on = async (quote: string, day: string) => (await list('EUR', quote, day, day)).map((rate) => rate.rate);
+    assert.deepEqual([await on('GBP', '2024-11-29'), await on('IDR', '2024-11-29'), await on('HUF', '1999-01-05'), await on('ZAR', '1999-01-04')], [[0.83153], [16766.66], [250.8], [6.9358]]);
+    // N/A is no rate that day: the rouble in 1999, none in 2024.
+    assert.deepEqual([await on('RUB', '1999-01-04'), await on('RUB', '2024-11-29'), await on('BRL', '1999-01-04')], [[25.2875], [], []]);
+    // Inverse and cross rates are derived when read: not stored.
+    const [inverse] = await list('USD', 'EUR', '2024-11-29', '2024-11-29');
+    assert.equal(inverse!.source, 'inverse');
+    assert.ok(Math.abs(inverse!.rate - 1 / 1.0565) < 1e-9);
+    const [cross] = await list('GBP', 'USD', '2024-11-29', '2024-11-29');
+    assert.deepEqual([cross!.source, cross!.via], ['cross', 'EUR']);
+    assert.ok(Math.abs(cross!.rate - 1.0565 / 0.83153) < 1e-9);
+
+    const again = await importFile('rates', file, own);
+    assert.deepEqual(pick(again, 'sent', 'inserted', 'updated', 'rejected'), { sent: ECB_RATES, inserted: 0, updated: ECB_RATES, rejected: 0 });
+    assert.equal((await list('EUR', 'USD', '2024-11-26', '2024-11-30')).length, 3);
+  });
+
+  test("the ECB's daily eurofxref.csv: the same columns, a space after each comma, the day written out", async () => {
+    const { list, options: own } = await ownClient();
+    const file = write(
+      'eurofxref.csv',
+      'Date, USD, JPY, BGN, CZK, DKK, GBP, HUF, PLN, RON, SEK, CHF, ISK, NOK, TRY, AUD, BRL, CAD, CNY, HKD, IDR, ILS, INR, KRW, MXN, MYR, NZD, PHP, SGD, THB, ZAR, \n' +
+        '2 December 2024, 1.0498, 157.77, 1.9558, 25.298, 7.4582, 0.82900, 414.40, 4.2968, 4.9766, 11.5375, 0.9290, 145.7, 11.6650, 36.4131, 1.6212, 6.3863, 1.4756, 7.6378, 8.1697, 16732.48, 3.8250, 88.8345, 1473.45, 21.4958, 4.6703, 1.7924, 61.687, 1.4123, 36.152, 19.0700, \n',
+    );
+    const summary = await importFile('rates', file, own);
+    assert.deepEqual(pick(summary, 'format', 'sent', 'inserted', 'rejected'), { format: 'ecb', sent: 30, inserted: 30, rejected: 0 });
+    assert.deepEqual(await list('EUR', 'GBP', '2024-12-01', '2024-12-03'), [{ date: '2024-12-02', base: 'EUR', quote: 'GBP', rate: 0.829, source: 'stored' }]);
+  });
+
+  test('a CSV of date, base, quote and rate in any order: bad rows rejected with their line and why, the others stored', async () => {
+    const { list, options: own } = await ownClient();
+    const file = fixture('rates.csv');
+    const summary = await importFile('rates', file, own);
+    assert.deepEqual(pick(summary, 'format', 'target', 'sent', 'inserted', 'updated', 'rejected'), { format: 'csv', target: 'rates', sent: 3, inserted: 3, updated: 0, rejected: 5 });
+    assert.deepEqual(await list('GBP', 'USD', '2024-03-01', '2024-03-31'), [
+      { date: '2024-03-07', base: 'GBP', quote: 'USD', rate: 1.2741, source: 'stored' },
+      { date: '2024-03-08', base: 'GBP', quote: 'USD', rate: 1.286, source: 'stored' },
+    ]);
+    assert.deepEqual(await list('USD', 'JPY', '2024-03-07', '2024-03-07'), [{ date: '2024-03-07', base: 'USD', quote: 'JPY', rate: 147.83, source: 'stored' }]);
+    const rejects = rejectsOf(file).sort((a, b) => a.line - b.line);
+    assert.deepEqual(
+      rejects.map((reject) => [reject.line, reject.errors[0]!.msg]),
+      [
+        [5, 'The date "2024-02-30" is not a day: YYYY-MM-DD (or as the ECB\'s daily file writes it, 29 November 2024)'],
+        [6, 'The rate "-1.2731" is not a positive number'],
+        [7, 'The rate "" is not a positive number'],
+        [8, 'Currency does not match any known currencies'],
+        [9, 'Must not be the same as base'],
+      ],
+    );
+    assert.deepEqual(rejects[0]!.record, { quote: 'USD', rate: '1.28', date: '2024-02-30', base: 'GBP' });
+    assert.match(rejects[3]!.errors[0]!.loc!, /^body\/data\/\d+\/quote$/);
+
+    const again = await importFile('rates', file, own);
+    assert.deepEqual(pick(again, 'sent', 'inserted', 'updated', 'rejected'), { sent: 3, inserted: 0, updated: 3, rejected: 5 });
+  });
+
+  test("bad rows of the ECB's file are rejected with their line, the import going on; files that are no rates are refused", async () => {
+    const { list, options: own } = await ownClient();
+    const lines = fs.readFileSync(new URL('fixtures/eurofxref-hist.csv', import.meta.url), 'utf8').split('\n');
+    lines[2] = lines[2]!.replace('2024-11-28', '2024-11-31');
+    lines[3] = lines[3]!.replace('1.0519', 'abc').replace('0.83260', '1.0834000000000000001');
+    const file = write('eurofxref-hist.csv', lines.join('\n'));
+    const summary = await importFile('rates', file, own);
+    assert.deepEqual(pick(summary, 'sent', 'rejected'), { sent: ECB_RATES - 30 - 2, rejected: 3 });
+    assert.deepEqual(
+      rejectsOf(file).map((reject) => [reject.line, reject.record.quote ?? reject.record.Date, reject.errors[0]!.msg]),
+      [
+        [3, '2024-11-31', 'The date "2024-11-31" is not a day: YYYY-MM-DD (or as the ECB\'s daily file writes it, 29 November 2024)'],
+        [4, 'USD', 'The rate "abc" is not a positive number'],
+        [4, 'GBP', 'The rate "1.0834000000000000001" has more significant digits than a JSON number keeps: it would be sent rounded (1.0834)'],
+      ],
+    );
+    assert.deepEqual((await list('EUR', 'USD', '2024-11-26', '2024-11-30')).map((rate) => rate.date), ['2024-11-29']);
+    assert.deepEqual((await list('EUR', 'JPY', '2024-11-27', '2024-11-27')).map((rate) => rate.rate), [159.66]);
+
+    await assert.rejects(importFile('rates', write('extra.csv', 'date,base,quote,rate,source\n2024-03-07,GBP,USD,1.27,bank\n'), own), {
+      message: 'A CSV of rates has the columns date, base, quote and rate, no others: this one has columns that are no field of a rate: "source"',
+    });
+    await assert.rejects(importFile('rates', write('missing.csv', 'date,quote,rate\n'), own), { message: /this one has no column base$/ });
+    await assert.rejects(importFile('rates', fixture('spend-hourly.csv'), own), { message: /^Unrecognised CSV for rates: expected the ECB's reference rates/ });
+    await assert.rejects(importFile('rates', fixture('orders.ndjson'), own), { message: /^Rates are read from CSV/ });
+  });
+
+  test('the CLI: the skipped columns said on stderr, the summary on stdout, exit 0; a dry run validated on the UAT API', async () => {
+    const { list, env } = await ownClient();
+    const file = fixture('eurofxref-hist.csv');
+    const result = await runCli(env, ['import', 'rates', file, '--url', url, '--batch-size', '50']);
+    assert.equal(result.code, 0, result.stderr);
+    assert.deepEqual(result.stderr.split('\n').slice(0, 2), [`Importing ${file} into ${url}`, 'Skipped the columns of currencies the API does not know: CYP, EEK, LTL, LVL, MTL, ROL, SIT, SKK, TRL']);
+    assert.deepEqual(pick(JSON.parse(result.stdout) as Summary & { format: string }, 'format', 'sent', 'inserted', 'rejected'), { format: 'ecb', sent: ECB_RATES, inserted: ECB_RATES, rejected: 0 });
+    assert.equal((await list('EUR', 'CHF', '2024-11-27', '2024-11-29')).length, 3);
+
+    const dry = await importFile('rates', fixture('rates.csv'), { ...options, uatUrl, apiKey: undefined, clientId: undefined, dryRun: true });
+    assert.deepEqual(pick(dry, 'sent', 'rejected'), { sent: 3, rejected: 5 });
   });
 });
 

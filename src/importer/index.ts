@@ -1,7 +1,7 @@
 /** `tributary import <kind> <file>`: a file's records into the API, through the typed client. */
 import { Tributary } from '../client/index.js';
 import { DEFAULT_PORT, DEFAULT_UAT_PORT } from '../config.js';
-import { MAX_ORDERS_PER_REQUEST, MAX_RECORDS_PER_REQUEST, MAX_TOUCHPOINTS_PER_REQUEST } from '../request-limits.js';
+import { MAX_ORDERS_PER_REQUEST, MAX_RATES_PER_REQUEST, MAX_RECORDS_PER_REQUEST, MAX_TOUCHPOINTS_PER_REQUEST } from '../request-limits.js';
 import { createProgress } from './progress.js';
 import { runImport, type Summary } from './run.js';
 import { openSource, type Kind, type Target } from './sources.js';
@@ -14,6 +14,7 @@ const BATCH_LIMITS: Record<Target, number> = {
   spend_hourly: MAX_RECORDS_PER_REQUEST,
   spend_daily: MAX_RECORDS_PER_REQUEST,
   touchpoints: MAX_TOUCHPOINTS_PER_REQUEST,
+  rates: MAX_RATES_PER_REQUEST,
 };
 
 export interface ImportCommandOptions {
@@ -57,6 +58,7 @@ export async function importFile(kind: Kind, file: string, options: ImportComman
   process.stderr.write(`Importing ${file} into ${url}${options.dryRun ? ' as a dry run: validated with the UAT test credentials, nothing stored' : ''}\n`);
   const client = new Tributary({ url, apiKey: credentials.apiKey, clientId: credentials.clientId });
   const source = await openSource(kind, file, { currency: options.currency });
+  for (const notice of source.notices ?? []) process.stderr.write(`${notice}\n`);
   const rejectFile = options.rejectFile ?? `${file}.rejects.ndjson`;
   const controller = new AbortController();
   const stop = () => controller.abort(new Error('Interrupted: run again with --resume to go on'));

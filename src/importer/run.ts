@@ -92,7 +92,24 @@ async function senderFor(client: Tributary, target: Target): Promise<Sender> {
     return {
       recordPath: /^body\/data\/(\d+)/,
       keyOf: idReader('touchpoint_id'),
-      send: async (records, signal) => ({ ...(await client.touchpoints.upsert(records as never, { signal })), warnings: 0 }),
+      send: async (records, signal) => {
+        const { inserted, updated } = await client.touchpoints.upsert(records as never, { signal });
+        return { inserted, updated, warnings: 0 };
+      },
+    };
+  }
+  if (target === 'rates') {
+    return {
+      recordPath: /^body\/data\/(\d+)/,
+      // A request holds a pair's rate of a day once.
+      keyOf: (item) => {
+        const record = item.record;
+        return record ? JSON.stringify([record.date, record.base, record.quote]) : undefined;
+      },
+      send: async (records, signal) => {
+        const { inserted, updated } = await client.exchangeRates.upsert(records as never, { signal });
+        return { inserted, updated, warnings: 0 };
+      },
     };
   }
   // Loaded for spend only: the spend schemas bring TypeBox, some 20 MB an import of orders does without.

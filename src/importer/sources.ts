@@ -1,18 +1,21 @@
 /** A file to import as the records of one endpoint: its format found, its rows mapped. */
 import fs from 'node:fs';
 import { AD_REPORTS } from './ad-reports.js';
+import { rateSource } from './rates.js';
 import { csvRows, fileShape, jsonArrayItems, ndjsonItems, parsedOrText, textOf, type Item } from './read.js';
 import { isShopifyOrders, shopifyOrder, shopifyOrderKey } from './shopify.js';
 
-export const KINDS = ['orders', 'spend', 'touchpoints'] as const;
+export const KINDS = ['orders', 'spend', 'touchpoints', 'rates'] as const;
 export type Kind = (typeof KINDS)[number];
-export type Target = 'orders' | 'spend_hourly' | 'spend_daily' | 'touchpoints';
+export type Target = 'orders' | 'spend_hourly' | 'spend_daily' | 'touchpoints' | 'rates';
 
 export interface Source {
   target: Target;
-  /** How the file was read: ndjson, json-array, shopify, meta, google or csv. */
+  /** How the file was read: ndjson, json-array, shopify, meta, google, ecb or csv. */
   format: string;
   items: AsyncGenerator<Item>;
+  /** What the import leaves out of the file (not records: columns), said on stderr before it starts. */
+  notices?: string[];
   /** Bytes of the file read so far, and in all: the progress. */
   bytesRead(): number;
   size: number;
@@ -84,8 +87,10 @@ function csvRecord(header: readonly string[], cells: readonly string[], target: 
 
 const rowObject = (header: readonly string[], cells: readonly string[]) => Object.fromEntries(header.map((column, i) => [column, cells[i] ?? '']));
 
-async function csvSource(kind: Kind, stream: fs.ReadStream, delimiter: ',' | '\t', { currency }: SourceOptions): Promise<Pick<Source, 'target' | 'items' | 'format'>> {
+async function csvSource(kind: Kind, stream: fs.ReadStream, delimiter: ',' | '\t', { currency }: SourceOptions): Promise<Pick<Source, 'target' | 'items' | 'format' | 'notices'>> {
   const rows = csvRows(stream, delimiter);
+  // Rates have their header on the first row, and a CSV of their own each (src/importer/rates.ts).
+  if (kind === 'rates') return { target: 'rates', ...(await rateSource(rows)) };
   for (let searched = 0; searched < HEADER_SEARCH_ROWS; searched++) {
     const { value, done } = await rows.next();
     if (done) break;
@@ -151,6 +156,9 @@ async function* shopifyItems(header: readonly string[], rows: AsyncGenerator<{ l
 /** Opens `file` as records of `kind`; its shape is found from its first bytes (and a CSV's from its header). */
 export async function openSource(kind: Kind, file: string, options: SourceOptions = {}): Promise<Source> {
   const shape = await fileShape(file);
+  if (kind === 'rates' && shape !== 'csv' && shape !== 'utf16-tsv') {
+    throw new Error("Rates are read from CSV (the ECB's reference rates, or columns date, base, quote and rate): this file is JSON");
+  }
   const { size } = await fs.promises.stat(file);
   const stream = fs.createReadStream(file, { highWaterMark: 256 * 1024 });
   const bytesRead = () => stream.bytesRead;
