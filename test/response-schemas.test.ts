@@ -1,6 +1,6 @@
 /**
  * The answers whose JSON the database writes (the `{"data": [...]}` of orders, spend and
- * touchpoints, through `dataJson`, and the explanation of an order) bypass Fastify's serializer,
+ * touchpoints, through `dataJson`, of exchange rates, and the explanation of an order) bypass Fastify's serializer,
  * and so their response schemas: here each is checked against the schema the OpenAPI document
  * publishes for it, objects closed (a field served but not documented fails as much as one
  * documented but missing), on data with every optional field set.
@@ -52,6 +52,8 @@ const PROBES: Probe[] = [
   { operation: 'POST /v1/spend', status: 201, request: { url: '/v1/spend', payload: { data: [dailySpend('spring')] } } },
   { operation: 'DELETE /v1/spend', status: 200, request: { url: '/v1/spend', payload: { data: deleteKey(dailySpend('gone')) } } },
   { operation: 'GET /v1/touchpoints', status: 200, request: { url: '/v1/touchpoints', query: { visitor_id: 'visitor-1' } } },
+  // A cross rate: every field of a listed rate, via included.
+  { operation: 'GET /v1/exchange-rates', status: 200, request: { url: '/v1/exchange-rates', query: { base: 'GBP', quote: 'USD', start_date: DAY, end_date: DAY } } },
 ];
 
 /** The key of a spend record, as DELETE takes it. */
@@ -81,6 +83,7 @@ before(async () => {
     await send('POST', '/v1/spend_hourly', { data: [hourlySpend('spring'), hourlySpend('gone')] });
     await send('POST', '/v1/spend', { data: [dailySpend('spring'), dailySpend('gone')] });
     await send('POST', '/v1/touchpoints', { data: [TOUCHPOINT, { ...TOUCHPOINT, touchpoint_id: 'bare', type: undefined, customer_id: undefined, landing_url: undefined, referrer: undefined }] });
+    await send('POST', '/v1/exchange-rates', { data: [{ date: DAY, base: 'EUR', quote: 'USD', rate: 1.0933 }, { date: DAY, base: 'EUR', quote: 'GBP', rate: 0.85283 }] });
   }
 });
 after(() => service.close());
