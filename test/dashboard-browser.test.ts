@@ -408,6 +408,7 @@ describe('the dashboard and the API reference in a real browser', { skip }, () =
     await shot('6b-uat-empty');
     await page.getByRole('button', { name: 'Sign out' }).click();
     assert.equal(await page.locator('#client-name').textContent(), '', 'nothing of the client stays on the page');
+    assert.equal(await page.locator('#feeds tbody tr').count(), 0, 'nor its feeds');
   });
 
   describe('a shop with two periods: the headline, the comparison of models, the names of rows', () => {

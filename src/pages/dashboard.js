@@ -938,6 +938,8 @@ function signOut() {
   view = null;
   client = null;
   $('client-name').textContent = '';
+  $('last-received').replaceChildren();
+  document.querySelector('#feeds tbody').replaceChildren();
   expanded.clear();
   renderHeadline(null);
   $('customers-figures').replaceChildren();
@@ -956,9 +958,12 @@ let client = null;
 async function loadFeeds() {
   const section = $('feeds').closest('section');
   section.setAttribute('aria-busy', 'true');
+  const body = document.querySelector('#feeds tbody');
+  if (body.rows.length === 0) body.replaceChildren(el('tr', {}, el('td', { colspan: '4', class: 'muted-cell', text: 'Counting what each feed delivered…' })));
   try {
     renderFeeds(await api('/v1/health/feeds'));
   } catch (error) {
+    body.replaceChildren();
     showError(error);
   } finally {
     section.setAttribute('aria-busy', 'false');
