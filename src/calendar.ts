@@ -5,6 +5,8 @@ export const DAY_MS = 86_400_000;
 export const utcMidnight = (date: string) => new Date(`${date}T00:00:00Z`);
 export const dateOf = (instant: Date) => instant.toISOString().slice(0, 10);
 export const addDays = (date: string, days: number) => dateOf(new Date(utcMidnight(date).getTime() + days * DAY_MS));
+/** The days from `first` to `last`, both counted: 0 or less when `last` comes before `first`. */
+export const daysSpanned = (first: string, last: string) => (utcMidnight(last).getTime() - utcMidnight(first).getTime()) / DAY_MS + 1;
 /** The first day of the month `months` after that of `date`. */
 export const addMonths = (date: string, months: number) => {
   const d = utcMidnight(date);

@@ -2,14 +2,12 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type, type Static } from 'typebox';
 import type { Tenant } from '../auth/tenant.js';
 import type { Store } from '../db/store.js';
-import { localToday } from '../calendar.js';
+import { addDays, localToday } from '../calendar.js';
 import { EnvironmentServed, ErrorEnvelope } from '../http/schemas.js';
 import type { Feed } from './repository.js';
 
 /** The days a feed's health covers, today (in the client's time zone) included. */
 export const FEED_HEALTH_DAYS = 30;
-
-const addDays = (date: string, days: number) => new Date(Date.parse(`${date}T00:00:00Z`) + days * 86_400_000).toISOString().slice(0, 10);
 
 const Count = (feed: string) => Type.Integer({ description: `${feed} received that day.` });
 const LastAt = Type.Union([Type.String({ format: 'date-time' }), Type.Null()]);

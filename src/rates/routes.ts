@@ -1,5 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { utcMidnight, DAY_MS } from '../calendar.js';
+import { daysSpanned } from '../calendar.js';
 import { invalidRequest, type ErrorItem } from '../http/errors.js';
 import { exactNumbers } from '../http/exact-numbers.js';
 import { ErrorEnvelope } from '../http/schemas.js';
@@ -46,7 +46,7 @@ export const rateRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request, reply) => {
       const { base, quote, start_date, end_date } = request.query;
-      const days = (utcMidnight(end_date).getTime() - utcMidnight(start_date).getTime()) / DAY_MS + 1;
+      const days = daysSpanned(start_date, end_date);
       // Listed with the period's problems; a rate's own base and quote are the schema's (x-distinct), said the same way.
       const problems: ErrorItem[] = base === quote ? [{ loc: 'query/quote', msg: 'Must not be the same as base', type: 'distinct' }] : [];
       if (days < 1) problems.push({ loc: 'query/end_date', msg: 'end_date must not be before start_date', type: 'period' });

@@ -1,4 +1,4 @@
-import { DAY_MS, utcMidnight } from '../calendar.js';
+import { daysSpanned } from '../calendar.js';
 import type { Tenant } from '../auth/tenant.js';
 import type { Store } from '../db/store.js';
 import type { ErrorItem } from '../http/errors.js';
@@ -59,8 +59,6 @@ const ratiosOf = (attributed: boolean): Record<string, [string, string, number]>
   ecpc: ['spend', 'visits', 1],
 });
 
-const daysBetween = (first: string, last: string) => (utcMidnight(last).getTime() - utcMidnight(first).getTime()) / DAY_MS + 1;
-
 /**
  * What a report runs: an export request, and its granularity, which may be PERIOD (exports have no
  * such choice); `paid` keeps the rows of platforms with spend in the period, and `summed` adds those
@@ -96,7 +94,7 @@ export function reportRequest(query: ReportQuery): ReportRequest | { problems: E
   if (query.level === 'total' && query.breakdown) {
     problems.push({ loc: 'query/breakdown', msg: 'A breakdown splits the rows of ad objects: level=total has none', type: 'dependency' });
   }
-  const days = daysBetween(query.start_date, query.end_date);
+  const days = daysSpanned(query.start_date, query.end_date);
   if (days < 1) problems.push({ loc: 'query/end_date', msg: 'end_date must not be before start_date', type: 'period' });
   else if (days > MAX_REPORT_DAYS) {
     problems.push({
