@@ -35,14 +35,10 @@
  */
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import readline from 'node:readline';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { CHROMIUM, CHROMIUM_ARGS } from '../test/browser.js';
-import { createScratchDatabase } from '../test/databases.js';
-import { freePort } from './server.js';
+import { freePort, pgliteStore, serverStore, type Store } from './server.js';
 
 const RUNS = Number(process.env.BENCH_DASHBOARD_RUNS ?? 7);
 /** The demo's --days; unset, the demo's own default (a year), as `npm run demo` makes it. */
@@ -58,21 +54,8 @@ interface Demo {
   dashboard_url: string;
 }
 
-interface Store {
-  name: 'pglite' | 'postgres';
-  env: NodeJS.ProcessEnv;
-  drop(): Promise<void>;
-}
-
 /** A new, empty store: a database of DATABASE_URL's server when it is set, else the embedded store in a temporary directory. */
-async function newStore(): Promise<Store> {
-  if (process.env.DATABASE_URL) {
-    const database = await createScratchDatabase({ url: process.env.DATABASE_URL, citus: false }, 'tributary_bench');
-    return { name: 'postgres', env: { DATABASE_URL: database.url }, drop: database.drop };
-  }
-  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tributary-bench-dashboard-'));
-  return { name: 'pglite', env: { DATA_DIR: dataDir, DATABASE_URL: '' }, drop: async () => fs.rmSync(dataDir, { recursive: true, force: true }) };
-}
+const newStore = (): Promise<Store> => (process.env.DATABASE_URL ? serverStore('postgres') : Promise.resolve(pgliteStore()));
 
 /** `tributary demo` on the store, its progress shown on stderr; the client it printed. */
 async function runDemo(store: Store): Promise<Demo> {

@@ -17,7 +17,7 @@ export interface Store {
 }
 
 /** An empty embedded store in a temporary directory. */
-function pgliteStore(): Store {
+export function pgliteStore(): Store {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'tributary-bench-'));
   return {
     name: 'pglite',
@@ -34,7 +34,7 @@ const CITUS_URL = process.env.CITUS_URL || undefined;
  * A new, empty database, dropped afterwards: on the PostgreSQL server of DATABASE_URL, or on the
  * Citus coordinator of CITUS_URL and its workers, made as the test suite makes its own.
  */
-async function serverStore(name: 'postgres' | 'citus'): Promise<Store> {
+export async function serverStore(name: 'postgres' | 'citus'): Promise<Store> {
   const server = name === 'citus' ? { url: CITUS_URL!, citus: true } : { url: POSTGRES_URL, citus: false };
   const database = await createScratchDatabase(server, 'tributary_bench');
   return { name, env: { DATABASE_URL: database.url }, drop: database.drop };
