@@ -1,5 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { daysSpanned } from '../calendar.js';
+import { dayRangeProblems } from '../http/day-range.js';
 import { invalidRequest, type ErrorItem } from '../http/errors.js';
 import { exactNumbers } from '../http/exact-numbers.js';
 import { ErrorEnvelope } from '../http/schemas.js';
@@ -45,12 +45,12 @@ export const rateRoutes: FastifyPluginAsyncTypebox = async (app) => {
       },
     },
     async (request, reply) => {
-      const { base, quote, start_date, end_date } = request.query;
-      const days = daysSpanned(start_date, end_date);
+      const { base, quote } = request.query;
       // Listed with the period's problems; a rate's own base and quote are the schema's (x-distinct), said the same way.
-      const problems: ErrorItem[] = base === quote ? [{ loc: 'query/quote', msg: 'Must not be the same as base', type: 'distinct' }] : [];
-      if (days < 1) problems.push({ loc: 'query/end_date', msg: 'end_date must not be before start_date', type: 'period' });
-      else if (days > MAX_RATE_LIST_DAYS) problems.push({ loc: 'query/end_date', msg: `A list covers at most ${MAX_RATE_LIST_DAYS} days (end_date included)`, type: 'period' });
+      const problems: ErrorItem[] = [
+        ...(base === quote ? [{ loc: 'query/quote', msg: 'Must not be the same as base', type: 'distinct' }] : []),
+        ...dayRangeProblems(request.query, MAX_RATE_LIST_DAYS, `A list covers at most ${MAX_RATE_LIST_DAYS} days (end_date included)`),
+      ];
       if (problems.length > 0) throw invalidRequest(problems, 422);
       // Written as PostgreSQL writes the decimals: a stored rate reads back with every digit sent.
       return reply.type('application/json; charset=utf-8').send(`{"data":${await request.store.rates.list(request.tenant, request.query)}}` as never);

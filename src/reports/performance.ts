@@ -1,6 +1,6 @@
-import { daysSpanned } from '../calendar.js';
 import type { Tenant } from '../auth/tenant.js';
 import type { Store } from '../db/store.js';
+import { dayRangeProblems } from '../http/day-range.js';
 import type { ErrorItem } from '../http/errors.js';
 import { columnName, DIMENSION_COLUMNS, isAttributionMetric, isOrderMetric, keptTotalsOf, METRIC_ALIASES, METRIC_IDS, platformMetricOf, type Granularity } from '../attribution/index.js';
 import { planExport, planRowsSql, type ExportPlan, type OutputColumn } from '../exports/plan.js';
@@ -94,15 +94,9 @@ export function reportRequest(query: ReportQuery): ReportRequest | { problems: E
   if (query.level === 'total' && query.breakdown) {
     problems.push({ loc: 'query/breakdown', msg: 'A breakdown splits the rows of ad objects: level=total has none', type: 'dependency' });
   }
-  const days = daysSpanned(query.start_date, query.end_date);
-  if (days < 1) problems.push({ loc: 'query/end_date', msg: 'end_date must not be before start_date', type: 'period' });
-  else if (days > MAX_REPORT_DAYS) {
-    problems.push({
-      loc: 'query/end_date',
-      msg: `A report covers at most ${MAX_REPORT_DAYS} days (end_date included): export longer periods with POST /v1/exports/data-export`,
-      type: 'period',
-    });
-  }
+  problems.push(
+    ...dayRangeProblems(query, MAX_REPORT_DAYS, `A report covers at most ${MAX_REPORT_DAYS} days (end_date included): export longer periods with POST /v1/exports/data-export`),
+  );
   if (problems.length > 0) return { problems };
   // The paid channels' total per bucket adds up the platforms' rows; the store's comes from the plan (export_aggregation DATE).
   const summed = paid && query.level === 'total';
